@@ -1,0 +1,66 @@
+"""Maps a device string to an array module: "cpu" is NumPy, "cuda" is CuPy (imported lazily)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import DeviceError
+
+DEVICES = ("cpu", "cuda")
+
+
+def xp_for(device: str) -> ModuleType:
+    """The array module for `device`; raises DeviceError if "cuda" is asked for and unusable."""
+    if device == "cpu":
+        return np
+    if device == "cuda":
+        return _cupy()
+    raise DeviceError(f"unknown device {device!r}: expected one of {DEVICES}")
+
+
+def _cupy() -> ModuleType:
+    try:
+        import cupy
+    except ImportError as e:
+        raise DeviceError(
+            "device 'cuda' needs CuPy: pip install 'tinygrad_attn[cuda]'") from e
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CuPy raises its own runtime error when no driver or GPU is present
+        raise DeviceError(f"device 'cuda' has no usable GPU: {e}") from e
+    return cupy
+
+
+def device_of(array: Any) -> str:
+    """"cuda" for a CuPy array, "cpu" for anything else."""
+    return "cuda" if type(array).__module__.startswith("cupy") else "cpu"
+
+
+def array_module(array: Any) -> ModuleType:
+    """NumPy or CuPy, whichever owns `array`."""
+    return xp_for(device_of(array))
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A NumPy copy of a NumPy or CuPy array."""
+    if device_of(array) == "cuda":
+        return array.get()
+    return np.array(array, copy=True)
+
+
+def to_device(array: Any, device: str) -> Any:
+    """`array` moved to `device` (no copy if it is already there)."""
+    if device_of(array) == device:
+        return array
+    return xp_for(device).asarray(array) if device == "cuda" else array.get()
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    try:
+        return _cupy().cuda.runtime.getDeviceCount() > 0
+    except DeviceError:
+        return False

@@ -1,0 +1,221 @@
+"""Reverse-mode autodiff: recording op nodes, the iterative toposort and the backward pass.
+
+``apply`` runs an op's forward on raw arrays and, when grad mode is on and an input requires
+grad, records a ``Node`` on the result. ``backward_steps`` is the one backward pass: a generator
+that runs each node's backward in reverse topological order and yields what it did, so that
+``Tensor.backward`` (which drains it) and the stepper (which shows it) cannot drift apart.
+
+The graph is kept after backward: a second ``backward`` through it works and accumulates into
+the leaves again, and each node keeps the gradient of its output from the latest pass (``grad``)
+so that a drawing can show it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import tensor as _tensor
+from .backend import xp_for
+from .errors import AnomalyError, DeviceError, ShapeError
+from .ops.base import Context, Op
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class _State:
+    grad_enabled = True
+    anomaly = False
+    scopes: list[str] = []
+
+
+class Node:
+    """How a tensor was made: the op, its context (residuals), its parents in argument order."""
+
+    __slots__ = ("op", "ctx", "parents", "scope", "site", "grad")
+
+    def __init__(self, op: type[Op], ctx: Context, parents: tuple, scope: str | None,
+                 site: tuple[str, int] | None):
+        self.op, self.ctx, self.parents = op, ctx, parents
+        self.scope = scope      # dotted name of the innermost module running when it was made
+        self.site = site        # (file, line) of user code, recorded only under detect_anomaly
+        self.grad = None        # gradient of this node's output from the latest backward
+
+
+class BackwardEvent(NamedTuple):
+    """One node's share of a backward pass: the output tensor, its gradient, what it sent on."""
+
+    tensor: Tensor
+    grad: Any
+    sent: tuple[Any, ...]
+
+
+@contextmanager
+def no_grad() -> Iterator[None]:
+    """Record no graph inside the block (inference, optimizer updates)."""
+    previous, _State.grad_enabled = _State.grad_enabled, False
+    try:
+        yield
+    finally:
+        _State.grad_enabled = previous
+
+
+def is_grad_enabled() -> bool:
+    return _State.grad_enabled
+
+
+@contextmanager
+def name_scope(name: str) -> Iterator[None]:
+    """Nodes recorded inside the block remember `name` (a module's dotted name) as their scope."""
+    _State.scopes.append(name)
+    try:
+        yield
+    finally:
+        _State.scopes.pop()
+
+
+@contextmanager
+def detect_anomaly() -> Iterator[None]:
+    """Raise AnomalyError at the first op whose output or gradient holds NaN or Inf.
+
+    The error names the op, its module scope, the bad input or output, and the file and line of
+    user code that created the op. Off by default; when off it costs one flag test per op.
+    """
+    previous, _State.anomaly = _State.anomaly, True
+    try:
+        yield
+    finally:
+        _State.anomaly = previous
+
+
+def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
+    """Run `op` on the inputs' arrays and wrap the result, recording a Node if grad is needed."""
+    Tensor = _tensor.Tensor
+    present = [t for t in inputs if t is not None]
+    device = present[0].device
+    for t in present:
+        if t.device != device:
+            raise DeviceError(f"{op.name}: inputs are on different devices "
+                              f"({', '.join(x.device for x in present)}); move them with .to()")
+    needs_grad = tuple(t is not None and t.requires_grad for t in inputs)
+    record = _State.grad_enabled and any(needs_grad)
+    ctx = Context(xp_for(device), needs_grad, params)
+    out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
+    node = None
+    if record:
+        site = _user_site() if _State.anomaly else None
+        node = Node(op, ctx, inputs, _State.scopes[-1] if _State.scopes else None, site)
+    result = Tensor._from_op(out, device, op.name, node)
+    if _State.anomaly and not _is_finite(ctx.xp, out):
+        raise AnomalyError(f"{op.name}: forward output {tuple(out.shape)} holds NaN or Inf"
+                           f"{_where(node, _user_site())}")
+    return result
+
+
+def toposort(root: Tensor) -> list[Tensor]:
+    """Tensors that `root` depends on (and that require grad), producers before consumers.
+
+    Depth-first with an explicit stack of (tensor, expanded) pairs, parents in argument order,
+    so there is no recursion limit and the order is the same on every run.
+    """
+    order: list[Tensor] = []
+    visited: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(root, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in visited:
+            continue
+        visited.add(id(t))
+        stack.append((t, True))
+        if t._node is not None:
+            for parent in reversed(t._node.parents):
+                if parent is not None and parent.requires_grad and id(parent) not in visited:
+                    stack.append((parent, False))
+    return order
+
+
+def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
+    """The backward pass, one op node at a time, from `root` with gradient `grad`.
+
+    Each node's backward gets the total gradient of its output, its results are summed back to
+    each parent's shape (``unbroadcast``) and accumulated; a leaf's ``.grad`` is written once all
+    of its consumers have run.
+    """
+    grads: dict[int, Any] = {id(root): grad}
+    for t in reversed(toposort(root)):
+        g = grads.pop(id(t), None)
+        if g is None:
+            continue
+        node = t._node
+        if node is None:
+            t.grad = g if t.grad is None else t.grad + g
+            continue
+        node.grad = g
+        raw = node.op.backward(node.ctx, g)
+        sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+        if len(sent) != len(node.parents):
+            raise RuntimeError(f"{node.op.name}: backward returned {len(sent)} gradients "
+                               f"for {len(node.parents)} inputs")
+        sent = tuple(_reduce_to_parent(node, i, p, s)
+                     for i, (p, s) in enumerate(zip(node.parents, sent)))
+        for parent, s in zip(node.parents, sent):
+            if s is not None:
+                key = id(parent)
+                grads[key] = s if key not in grads else grads[key] + s
+        yield BackwardEvent(t, g, sent)
+
+
+def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) -> Any:
+    if parent is None or not parent.requires_grad or grad is None:
+        return None
+    grad = unbroadcast(grad, parent.shape, node.op.name)
+    if grad.dtype != parent.dtype:
+        grad = grad.astype(parent.dtype)
+    if _State.anomaly and not _is_finite(node.ctx.xp, grad):
+        raise AnomalyError(f"{node.op.name}: backward gradient for input {index} "
+                           f"{tuple(grad.shape)} holds NaN or Inf{_where(node, node.site)}")
+    return grad
+
+
+def unbroadcast(grad: Any, shape: tuple[int, ...], op_name: str = "backward") -> Any:
+    """Sum `grad` over the axes that broadcasting added or stretched, giving it `shape`."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    fits = extra >= 0 and all(n in (1, m) for n, m in zip(shape, grad.shape[extra:]))
+    if not fits:
+        raise ShapeError(f"{op_name}: gradient of shape {tuple(grad.shape)} cannot be reduced "
+                         f"to its input's shape {tuple(shape)}")
+    stretched = tuple(extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
+    grad = grad.sum(axis=tuple(range(extra)) + stretched, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _is_finite(xp: Any, array: Any) -> bool:
+    return not xp.issubdtype(array.dtype, xp.floating) or bool(xp.isfinite(array).all())
+
+
+def _user_site() -> tuple[str, int] | None:
+    """(file, line) of the innermost frame outside this package: the user code behind an op."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+def _where(node: Node | None, site: tuple[str, int] | None) -> str:
+    parts = []
+    if node is not None and node.scope:
+        parts.append(f"in module {node.scope}")
+    if site is not None:
+        parts.append(f"created at {site[0]}:{site[1]}")
+    return f" ({', '.join(parts)})" if parts else ""

@@ -1,0 +1,17 @@
+"""The exceptions tinygrad_attn raises, so users can catch them by kind."""
+
+
+class ShapeError(ValueError):
+    """An op got operands whose shapes do not fit; the message names the op and the shapes."""
+
+
+class DeviceError(RuntimeError):
+    """An op mixed tensors of two devices, or a device is not available."""
+
+
+class GradcheckError(AssertionError):
+    """The analytic gradient disagrees with central differences."""
+
+
+class AnomalyError(FloatingPointError):
+    """Under ``detect_anomaly()``, an op produced NaN or Inf in its output or a gradient."""

@@ -1,0 +1,71 @@
+"""The op contract: an Op class holds forward, hand-derived backward, formula text and test cases.
+
+Forward and backward work on raw backend arrays (NumPy or CuPy) and take the array module from
+``ctx.xp``, so one code path serves both devices. ``backward`` returns one gradient per input
+(``None`` for inputs that need none); it may return a gradient in the broadcast shape of the
+output, and the engine sums it back to the input's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+
+class Context:
+    """What forward leaves for backward: named residuals, which inputs need grad, the params."""
+
+    def __init__(self, xp: ModuleType, needs_grad: tuple[bool, ...], params: Mapping[str, Any]):
+        self.xp = xp
+        self.needs_grad = needs_grad
+        self._saved: dict[str, Any] = {}
+        for key, value in params.items():
+            setattr(self, key, value)
+
+    def save(self, **arrays: Any) -> None:
+        """Keep arrays for backward under names a learner can read (``y``, ``probs``, ``lse``)."""
+        self._saved.update(arrays)
+
+    @property
+    def saved(self) -> Mapping[str, Any]:
+        """The residuals saved by forward, read-only."""
+        return MappingProxyType(self._saved)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One gradcheck case: an input spec per positional input, plus keyword params.
+
+    Each spec is a shape tuple (a random float64 input that is differentiated), an array
+    (a fixed input that is not: a mask, integer targets, a condition) or ``None``.
+    ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5) or
+    "nonzero" (x moved away from 0).
+    """
+
+    specs: tuple[Any, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    domain: str = "real"
+
+    def __init__(self, *specs: Any, params: Mapping[str, Any] | None = None,
+                 domain: str = "real"):
+        object.__setattr__(self, "specs", specs)
+        object.__setattr__(self, "params", dict(params or {}))
+        object.__setattr__(self, "domain", domain)
+
+
+class Op:
+    """Base of every op. Subclasses set ``name``, ``formula``, ``cases`` and the two methods."""
+
+    name: str = ""
+    formula: tuple[str, ...] = ()
+    cases: tuple[Case, ...] = ()
+
+    @staticmethod
+    def forward(ctx: Context, *inputs: Any, **params: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple[Any, ...]:
+        raise NotImplementedError

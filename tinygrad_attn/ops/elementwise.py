@@ -1,0 +1,282 @@
+"""Elementwise ops with NumPy broadcasting: arithmetic and the activation functions.
+
+Backward returns gradients in the broadcast (output) shape; the engine sums them back to each
+input's shape.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+
+_BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)), Case((), (2, 3)))
+_UNARY_CASES = (Case((3, 4)), Case((2, 3, 5)))
+
+
+@register
+class Add(Op):
+    """c = a + b."""
+
+    name = "add"
+    formula = ("da = dc", "db = dc")
+    cases = _BROADCAST_CASES
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂c/∂a = ∂c/∂b = 1, so both inputs receive the incoming gradient unchanged."""
+        return grad, grad
+
+
+@register
+class Sub(Op):
+    """c = a − b."""
+
+    name = "sub"
+    formula = ("da = dc", "db = −dc")
+    cases = _BROADCAST_CASES
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a - b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂c/∂a = 1, ∂c/∂b = −1."""
+        return grad, (-grad if ctx.needs_grad[1] else None)
+
+
+@register
+class Mul(Op):
+    """c = a ⊙ b."""
+
+    name = "mul"
+    formula = ("da = dc ⊙ b", "db = dc ⊙ a")
+    cases = _BROADCAST_CASES
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂c/∂a = b, ∂c/∂b = a (product rule, elementwise)."""
+        a, b = ctx.saved["a"], ctx.saved["b"]
+        return (grad * b if ctx.needs_grad[0] else None,
+                grad * a if ctx.needs_grad[1] else None)
+
+
+@register
+class Div(Op):
+    """c = a / b."""
+
+    name = "div"
+    formula = ("da = dc / b", "db = −dc ⊙ a / b²")
+    cases = (Case((3, 4), (3, 4), domain="nonzero"), Case((2, 3), (3,), domain="nonzero"))
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂c/∂a = 1/b, ∂c/∂b = −a/b²."""
+        a, b = ctx.saved["a"], ctx.saved["b"]
+        return (grad / b if ctx.needs_grad[0] else None,
+                -grad * a / (b * b) if ctx.needs_grad[1] else None)
+
+
+@register
+class Pow(Op):
+    """c = a ** b, differentiable in both the base and the exponent."""
+
+    name = "pow"
+    formula = ("da = dc ⊙ b ⊙ a^(b−1)", "db = dc ⊙ c ⊙ ln a")
+    cases = (Case((3, 4), (3, 4), domain="positive"), Case((3, 4), np.array(2.0)),
+             Case((3, 4), np.array(-1.5), domain="positive"), Case((2, 3), (3,), domain="positive"))
+
+    @staticmethod
+    def forward(ctx, a, b):
+        c = a ** b
+        ctx.save(a=a, b=b, c=c)
+        return c
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂c/∂a = b·a^(b−1); ∂c/∂b = a^b·ln a (only needed, and only defined, for a > 0)."""
+        a, b, c = ctx.saved["a"], ctx.saved["b"], ctx.saved["c"]
+        return (grad * b * a ** (b - 1) if ctx.needs_grad[0] else None,
+                grad * c * ctx.xp.log(a) if ctx.needs_grad[1] else None)
+
+
+@register
+class Neg(Op):
+    """y = −x."""
+
+    name = "neg"
+    formula = ("dx = −dy",)
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂y/∂x = −1."""
+        return (-grad,)
+
+
+@register
+class Exp(Op):
+    """y = eˣ."""
+
+    name = "exp"
+    formula = ("dx = dy ⊙ y",)
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.exp(x)
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂eˣ/∂x = eˣ = y, so the saved output is reused."""
+        return (grad * ctx.saved["y"],)
+
+
+@register
+class Log(Op):
+    """y = ln x."""
+
+    name = "log"
+    formula = ("dx = dy / x",)
+    cases = (Case((3, 4), domain="positive"),)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂ ln x/∂x = 1/x."""
+        return (grad / ctx.saved["x"],)
+
+
+@register
+class Sqrt(Op):
+    """y = √x."""
+
+    name = "sqrt"
+    formula = ("dx = dy / (2y)",)
+    cases = (Case((3, 4), domain="positive"),)
+
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.sqrt(x)
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂√x/∂x = 1/(2√x) = 1/(2y)."""
+        return (grad / (2 * ctx.saved["y"]),)
+
+
+@register
+class Tanh(Op):
+    """y = tanh x."""
+
+    name = "tanh"
+    formula = ("dx = dy ⊙ (1 − y²)",)
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.tanh(x)
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂ tanh x/∂x = 1 − tanh² x = 1 − y²."""
+        y = ctx.saved["y"]
+        return (grad * (1 - y * y),)
+
+
+@register
+class Sigmoid(Op):
+    """y = σ(x) = 1 / (1 + e⁻ˣ), computed without overflow for large |x|."""
+
+    name = "sigmoid"
+    formula = ("dx = dy ⊙ y ⊙ (1 − y)",)
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        # σ(x) = ½(1 + tanh(x/2)) never overflows, unlike 1/(1 + exp(−x)) for x ≪ 0.
+        y = 0.5 * (1 + ctx.xp.tanh(0.5 * x))
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """σ'(x) = σ(x)(1 − σ(x)) = y(1 − y)."""
+        y = ctx.saved["y"]
+        return (grad * y * (1 - y),)
+
+
+@register
+class Relu(Op):
+    """y = max(x, 0)."""
+
+    name = "relu"
+    formula = ("dx = dy ⊙ [x > 0]",)
+    cases = (Case((3, 4), domain="nonzero"),)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.maximum(x, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The slope is 1 where x > 0 and 0 elsewhere; at x = 0 we take 0, as PyTorch does."""
+        return (grad * (ctx.saved["x"] > 0),)
+
+
+_GELU_C = math.sqrt(2 / math.pi)
+
+
+@register
+class Gelu(Op):
+    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form."""
+
+    name = "gelu"
+    formula = ("dx = dy ⊙ (½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715x²)), t = tanh u",)
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        t = ctx.xp.tanh(_GELU_C * (x + 0.044715 * x ** 3))
+        ctx.save(x=x, t=t)
+        return 0.5 * x * (1 + t)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Product rule on ½x·(1 + t), with dt/dx = (1 − t²)·du/dx, du/dx = √(2/π)(1 + 3·0.044715x²)."""
+        x, t = ctx.saved["x"], ctx.saved["t"]
+        du = _GELU_C * (1 + 3 * 0.044715 * x * x)
+        return (grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du),)

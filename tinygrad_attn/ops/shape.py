@@ -1,0 +1,176 @@
+"""Ops that move, select or combine elements without arithmetic on them.
+
+reshape, transpose (also swapaxes and .T), getitem, split, concat, stack, masked_fill, where.
+Their backward routes each gradient element back to the input element it came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+
+
+@register
+class Reshape(Op):
+    """y = x viewed with a new shape (same elements, row-major order)."""
+
+    name = "reshape"
+    formula = ("dx = reshape(dy, x.shape)",)
+    cases = (Case((3, 4), params={"shape": (2, 6)}), Case((2, 3, 4), params={"shape": (4, -1)}))
+
+    @staticmethod
+    def forward(ctx, x, *, shape):
+        ctx.in_shape = x.shape
+        return x.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Reshaping is a bijection of positions, so the gradient is reshaped back."""
+        return (grad.reshape(ctx.in_shape),)
+
+
+@register
+class Transpose(Op):
+    """y = x with its axes permuted: y.shape[i] = x.shape[axes[i]]."""
+
+    name = "transpose"
+    formula = ("dx = transpose(dy, argsort(axes))",)
+    cases = (Case((3, 4), params={"axes": (1, 0)}), Case((2, 3, 4), params={"axes": (2, 0, 1)}))
+
+    @staticmethod
+    def forward(ctx, x, *, axes):
+        return x.transpose(axes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The inverse permutation puts every gradient element back in its place."""
+        return (grad.transpose(tuple(np.argsort(ctx.axes))),)
+
+
+@register
+class GetItem(Op):
+    """y = x[index]: basic slicing (negative steps too) and integer-array indexing."""
+
+    name = "getitem"
+    formula = ("dx = scatter_add(zeros_like(x), index, dy)",)
+    cases = (Case((5, 4), params={"index": (slice(1, 4), slice(None, None, -2))}),
+             Case((5, 4), params={"index": (np.array([0, 2, 2, 4]),)}),
+             Case((3, 5), params={"index": (slice(None), np.array([[1, 1], [0, 4]]))}),
+             Case((4, 3), params={"index": (2, -1)}))
+
+    @staticmethod
+    def forward(ctx, x, *, index):
+        ctx.in_shape, ctx.in_dtype = x.shape, x.dtype
+        return x[index]
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Each selected element passes its gradient back; an index chosen twice gets both
+        (scatter-add, so repeated integer indices accumulate instead of overwriting)."""
+        grad_x = ctx.xp.zeros(ctx.in_shape, dtype=grad.dtype)
+        ctx.xp.add.at(grad_x, ctx.index, grad)
+        return (grad_x,)
+
+
+@register
+class Split(Op):
+    """y = the slice [start, stop) of x along `axis`: one piece of ``Tensor.split``."""
+
+    name = "split"
+    formula = ("dx = zeros, with dy placed at [start:stop] along axis",)
+    cases = (Case((6, 3), params={"axis": 0, "start": 2, "stop": 5}),
+             Case((2, 7), params={"axis": 1, "start": 0, "stop": 3}))
+
+    @staticmethod
+    def forward(ctx, x, *, axis, start, stop):
+        ctx.in_shape = x.shape
+        return x[(slice(None),) * axis + (slice(start, stop),)]
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The piece's gradient goes back to its place; the rest of x gets 0."""
+        grad_x = ctx.xp.zeros(ctx.in_shape, dtype=grad.dtype)
+        grad_x[(slice(None),) * ctx.axis + (slice(ctx.start, ctx.stop),)] = grad
+        return (grad_x,)
+
+
+@register
+class Concat(Op):
+    """y = the inputs joined along an existing `axis`."""
+
+    name = "concat"
+    formula = ("dxᵢ = dy[offsetᵢ : offsetᵢ + sizeᵢ] along axis",)
+    cases = (Case((2, 3), (4, 3), params={"axis": 0}), Case((2, 1), (2, 3), (2, 2), params={"axis": 1}))
+
+    @staticmethod
+    def forward(ctx, *xs, axis):
+        ctx.sizes = [x.shape[axis] for x in xs]
+        return ctx.xp.concatenate(xs, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Each input owns a contiguous run along the axis and takes that run of dy."""
+        offsets = np.cumsum(ctx.sizes)[:-1].tolist()
+        return tuple(ctx.xp.split(grad, offsets, axis=ctx.axis))
+
+
+@register
+class Stack(Op):
+    """y = the inputs (all of one shape) joined along a new `axis`."""
+
+    name = "stack"
+    formula = ("dxᵢ = dy[i] along axis",)
+    cases = (Case((2, 3), (2, 3), params={"axis": 0}), Case((4,), (4,), (4,), params={"axis": 1}))
+
+    @staticmethod
+    def forward(ctx, *xs, axis):
+        return ctx.xp.stack(xs, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Input i is the slice i of the new axis, so it takes that slice of dy."""
+        return tuple(ctx.xp.moveaxis(grad, ctx.axis, 0))
+
+
+@register
+class MaskedFill(Op):
+    """y = value where mask is True, x elsewhere (mask broadcasts against x, as in PyTorch)."""
+
+    name = "masked_fill"
+    formula = ("dx = dy ⊙ ¬mask", "mask: not differentiable")
+    cases = (Case((3, 4), np.array([[True, False, False, True]]), params={"value": -5.0}),
+             Case((2, 3), np.array([[True, True, True], [False, True, False]]), params={"value": 0.0}))
+
+    @staticmethod
+    def forward(ctx, x, mask, *, value):
+        ctx.save(mask=mask)
+        return ctx.xp.where(mask, ctx.xp.asarray(value, dtype=x.dtype), x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """A filled position no longer depends on x (slope 0); the others pass dy through."""
+        return grad * ~ctx.saved["mask"], None
+
+
+@register
+class Where(Op):
+    """y = a where cond is True, b elsewhere (all three broadcast together)."""
+
+    name = "where"
+    formula = ("da = dy ⊙ cond", "db = dy ⊙ ¬cond", "cond: not differentiable")
+    cases = (Case(np.array([[True, False, True]]), (2, 3), (2, 3)),
+             Case(np.array([True, False]), (3, 2), (1,)))
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.save(cond=cond)
+        return ctx.xp.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Each output element came from exactly one of a and b, chosen by cond."""
+        cond = ctx.saved["cond"]
+        return (None, grad * cond if ctx.needs_grad[1] else None,
+                grad * ~cond if ctx.needs_grad[2] else None)

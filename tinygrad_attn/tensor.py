@@ -1,0 +1,369 @@
+"""Tensor: an array on a device, whether it requires grad, and the node of the op that made it.
+
+Every differentiable method calls ``engine.apply`` with one op class; no method computes a
+gradient itself. Python numbers and arrays on the other side of an operator become constant
+tensors of this tensor's dtype (a float tensor times ``2`` stays float32).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import engine
+from .backend import device_of, to_device, to_numpy, xp_for
+from .errors import ShapeError
+from .ops import elementwise as E
+from .ops import matmul as M
+from .ops import reduce as R
+from .ops import shape as S
+
+_default_dtype = np.dtype(np.float32)
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Set the float dtype that Python floats and lists become (float32 or float64)."""
+    global _default_dtype
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"set_default_dtype: expected float32 or float64, got {dtype}")
+    _default_dtype = dtype
+
+
+def get_default_dtype() -> np.dtype:
+    return _default_dtype
+
+
+def _is_float(dtype: Any) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+class Tensor:
+    """An n-dimensional array with reverse-mode autodiff.
+
+    Args:
+        data: a Python scalar or nested list, a NumPy or CuPy array, or a Tensor (its data
+            is copied, its graph is not).
+        requires_grad: whether backward should compute ``.grad`` for it (float dtypes only).
+        dtype: the dtype to convert to; by default Python floats become the default float
+            dtype, arrays keep theirs and integers stay integers.
+        device: "cpu" (NumPy) or "cuda" (CuPy).
+
+    Example:
+        >>> x = Tensor([1.0, 2.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        array([2., 4.], dtype=float32)
+    """
+
+    __slots__ = ("data", "grad", "requires_grad", "op", "name", "_node", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Tensor -> Tensor
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
+                 device: str = "cpu"):
+        xp = xp_for(device)
+        if isinstance(data, Tensor):
+            data = data.data
+        if device_of(data) != device:
+            data = to_device(data, device) if hasattr(data, "dtype") else data
+        is_python = not hasattr(data, "dtype")
+        array = xp.array(data, dtype=dtype, copy=True)
+        if dtype is None and is_python and array.dtype.kind == "f":
+            array = array.astype(_default_dtype)
+        if requires_grad and not _is_float(array.dtype):
+            raise TypeError(f"Tensor: only float tensors can require grad, got dtype {array.dtype}")
+        self.data, self.grad, self.requires_grad = array, None, requires_grad
+        self.op, self.name, self._node = None, None, None
+
+    @classmethod
+    def _from_op(cls, data: Any, device: str, op: str, node: engine.Node | None) -> Tensor:
+        t = cls.__new__(cls)
+        t.data, t.grad, t.requires_grad = data, None, node is not None
+        t.op, t.name, t._node = op, None, node
+        return t
+
+    # ----- properties -----
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def device(self) -> str:
+        return device_of(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless an op recorded in the graph made this tensor."""
+        return self._node is None
+
+    @property
+    def T(self) -> Tensor:
+        """The last two axes swapped (a 1-D or 0-D tensor is returned as it is)."""
+        return self if self.ndim < 2 else self.swapaxes(-1, -2)
+
+    def __repr__(self) -> str:
+        extra = f", op={self.op!r}" if self.op else ""
+        extra += ", requires_grad=True" if self.requires_grad else ""
+        extra += f", device={self.device!r}" if self.device != "cpu" else ""
+        return f"Tensor({to_numpy(self.data)!r}{extra})"
+
+    # ----- autodiff and conversion -----
+    def backward(self, grad: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) · grad into every leaf's ``.grad`` that requires grad.
+
+        `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
+        calling backward again accumulates again (zero the grads in between to start afresh).
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward: this tensor does not require grad and has no graph")
+        if grad is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"backward: a tensor of shape {self.shape} needs an explicit "
+                                   "grad of the same shape; only a single element defaults to 1")
+            grad = xp_for(self.device).ones(self.data.shape, dtype=self.dtype)
+        else:
+            grad = grad.data if isinstance(grad, Tensor) else grad
+            grad = xp_for(self.device).asarray(grad, dtype=self.dtype)
+            if grad.shape != self.data.shape:
+                raise ShapeError(f"backward: grad has shape {tuple(grad.shape)} but the tensor "
+                                 f"has shape {self.shape}")
+        for _ in engine.backward_steps(self, grad):
+            pass
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the data (also for a tensor on the GPU)."""
+        return to_numpy(self.data)
+
+    def item(self) -> Any:
+        """The single element as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(f"item: tensor of shape {self.shape} has {self.data.size} elements")
+        return self.data.item()
+
+    def detach(self) -> Tensor:
+        """A leaf sharing this data, outside any graph, not requiring grad."""
+        return Tensor._from_op(self.data, self.device, None, None)
+
+    def to(self, device: str) -> Tensor:
+        """A copy on `device`: a leaf that requires grad if this tensor does."""
+        if device == self.device:
+            return self
+        return Tensor(self.data, requires_grad=self.requires_grad, device=device)
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradient."""
+        self.grad = None
+
+    # ----- arithmetic -----
+    def _lift(self, other: Any) -> Tensor:
+        """`other` as a tensor on this device; numbers take this tensor's float dtype."""
+        if isinstance(other, Tensor):
+            return other
+        if hasattr(other, "dtype"):
+            return Tensor(other, device=self.device)
+        dtype = self.dtype if _is_float(self.dtype) else None
+        return Tensor(other, dtype=dtype, device=self.device)
+
+    def __add__(self, other): return _binary(E.Add, self, self._lift(other))
+    def __radd__(self, other): return _binary(E.Add, self._lift(other), self)
+    def __sub__(self, other): return _binary(E.Sub, self, self._lift(other))
+    def __rsub__(self, other): return _binary(E.Sub, self._lift(other), self)
+    def __mul__(self, other): return _binary(E.Mul, self, self._lift(other))
+    def __rmul__(self, other): return _binary(E.Mul, self._lift(other), self)
+    def __truediv__(self, other): return _binary(E.Div, self, self._lift(other))
+    def __rtruediv__(self, other): return _binary(E.Div, self._lift(other), self)
+    def __pow__(self, other): return _binary(E.Pow, self, self._lift(other))
+    def __rpow__(self, other): return _binary(E.Pow, self._lift(other), self)
+    def __neg__(self): return engine.apply(E.Neg, self)
+
+    def __matmul__(self, other):
+        return _matmul(self, self._lift(other))
+
+    def __rmatmul__(self, other):
+        return _matmul(self._lift(other), self)
+
+    def exp(self) -> Tensor: return engine.apply(E.Exp, self)
+    def log(self) -> Tensor: return engine.apply(E.Log, self)
+    def sqrt(self) -> Tensor: return engine.apply(E.Sqrt, self)
+    def tanh(self) -> Tensor: return engine.apply(E.Tanh, self)
+    def sigmoid(self) -> Tensor: return engine.apply(E.Sigmoid, self)
+    def relu(self) -> Tensor: return engine.apply(E.Relu, self)
+    def gelu(self) -> Tensor: return engine.apply(E.Gelu, self)
+
+    # ----- reductions -----
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._reduce(R.Sum, axis, keepdims)
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._reduce(R.Mean, axis, keepdims)
+
+    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """The maximum; at ties the gradient is shared equally by the tied elements."""
+        return self._reduce(R.Max, axis, keepdims)
+
+    def var(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """The population variance (ddof 0)."""
+        return self._reduce(R.Var, axis, keepdims)
+
+    def _reduce(self, op, axis, keepdims) -> Tensor:
+        return engine.apply(op, self, axis=_normalize_axes(op.name, axis, self.ndim),
+                            keepdims=keepdims)
+
+    # ----- shape -----
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        size, known = self.data.size, math.prod(n for n in shape if n != -1)
+        fits = size == known if -1 not in shape else known > 0 and size % known == 0
+        if not fits or shape.count(-1) > 1 or any(n < -1 for n in shape):
+            raise ShapeError(f"reshape: cannot reshape {self.shape} ({size} elements) to {shape}")
+        return engine.apply(S.Reshape, self, shape=shape)
+
+    def transpose(self, *axes: int) -> Tensor:
+        """Permute the axes (reversed when none are given), as numpy.transpose."""
+        axes = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        axes = axes or tuple(reversed(range(self.ndim)))
+        if sorted(a % self.ndim for a in axes) != list(range(self.ndim)) or len(axes) != self.ndim:
+            raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {self.shape}")
+        return engine.apply(S.Transpose, self, axes=tuple(a % self.ndim for a in axes))
+
+    def swapaxes(self, a: int, b: int) -> Tensor:
+        axes = list(range(self.ndim))
+        a, b = _normalize_axes("swapaxes", (a, b), self.ndim, sort=False)
+        axes[a], axes[b] = axes[b], axes[a]
+        return engine.apply(S.Transpose, self, axes=tuple(axes))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        xp = xp_for(self.device)
+        index = index if isinstance(index, tuple) else (index,)
+        index = tuple(xp.asarray(i.data if isinstance(i, Tensor) else i)
+                      if isinstance(i, (Tensor, list, np.ndarray)) or device_of(i) == "cuda"
+                      else i for i in index)
+        try:
+            np.broadcast_to(np.empty((), bool), self.shape)[tuple(to_numpy(i) if hasattr(i, "dtype") else i
+                                                   for i in index)]
+        except (IndexError, TypeError, ValueError) as e:
+            raise ShapeError(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
+        return engine.apply(S.GetItem, self, index=index)
+
+    def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+        """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
+        axis = _normalize_axes("split", axis, self.ndim)[0]
+        length = self.shape[axis]
+        if isinstance(sizes_or_n, int):
+            if sizes_or_n <= 0 or length % sizes_or_n:
+                raise ShapeError(f"split: axis {axis} of shape {self.shape} does not split into "
+                                 f"{sizes_or_n} equal pieces")
+            sizes = [length // sizes_or_n] * sizes_or_n
+        else:
+            sizes = list(sizes_or_n)
+            if sum(sizes) != length or any(n < 0 for n in sizes):
+                raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
+                                 f"axis {axis} of shape {self.shape}")
+        starts = np.cumsum([0] + sizes).tolist()
+        return [engine.apply(S.Split, self, axis=axis, start=a, stop=b)
+                for a, b in zip(starts[:-1], starts[1:])]
+
+    def masked_fill(self, mask: Any, value: float) -> Tensor:
+        """`value` where `mask` is True, this tensor elsewhere (mask broadcasts, never differentiated)."""
+        mask = _as_mask(mask, self.device)
+        try:
+            np.broadcast_shapes(mask.shape, self.shape)
+        except ValueError:
+            raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to "
+                             f"{self.shape}") from None
+        return engine.apply(S.MaskedFill, self, mask, value=value)
+
+
+def _as_mask(mask: Any, device: str) -> Tensor:
+    mask = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean, got dtype {mask.dtype}")
+    return mask
+
+
+def _normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
+    """`axis` (None, an int or a sequence) as a tuple of non-negative ints, checked against ndim."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if any(not -max(ndim, 1) <= a < max(ndim, 1) for a in axes):
+        raise ShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dims")
+    axes = tuple(a % max(ndim, 1) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"{op}: axis {axis} repeats an axis")
+    return tuple(sorted(axes)) if sort else axes
+
+
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must have at least 1 dim, got {a.shape} @ {b.shape}")
+    inner_a, inner_b = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
+    try:
+        if inner_a != inner_b:
+            raise ValueError
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
+                         f"(inner dims {inner_a} and {inner_b}, batch dims must broadcast)") from None
+    return engine.apply(M.MatMul, a, b)
+
+
+def _binary(op, a: Tensor, b: Tensor) -> Tensor:
+    if a.shape != b.shape:
+        _check_broadcast(op.name, a, b)
+    return engine.apply(op, a, b)
+
+
+def _check_broadcast(op: str, *tensors: Tensor) -> None:
+    try:
+        np.broadcast_shapes(*(t.shape for t in tensors))
+    except ValueError:
+        raise ShapeError(f"{op}: shapes {', '.join(str(t.shape) for t in tensors)} "
+                         "do not broadcast together") from None
+
+
+def where(cond: Any, a: Any, b: Any) -> Tensor:
+    """Elements of `a` where `cond` is True, of `b` elsewhere; cond is never differentiated."""
+    like = next((t for t in (a, b) if isinstance(t, Tensor)), None)
+    device = like.device if like is not None else "cpu"
+    a = a if isinstance(a, Tensor) else (like._lift(a) if like is not None else Tensor(a))
+    b = b if isinstance(b, Tensor) else a._lift(b)
+    cond = _as_mask(cond, device)
+    _check_broadcast("where", cond, a, b)
+    return engine.apply(S.Where, cond, a, b)
+
+
+def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """The tensors joined along an existing axis."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("concat: needs at least one tensor")
+    axis = _normalize_axes("concat", axis, tensors[0].ndim)[0]
+    first = tensors[0].shape
+    for t in tensors:
+        if t.ndim != len(first) or t.shape[:axis] + t.shape[axis + 1:] != first[:axis] + first[axis + 1:]:
+            raise ShapeError(f"concat: shapes {[x.shape for x in tensors]} differ off axis {axis}")
+    return engine.apply(S.Concat, *tensors, axis=axis)
+
+
+def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """The tensors (of one shape) joined along a new axis."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: needs at least one tensor")
+    if any(t.shape != tensors[0].shape for t in tensors):
+        raise ShapeError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
+    axis = _normalize_axes("stack", axis, tensors[0].ndim + 1)[0]
+    return engine.apply(S.Stack, *tensors, axis=axis)
+
