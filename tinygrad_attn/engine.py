@@ -32,7 +32,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 class _State:
     grad_enabled = True
     anomaly = False
-    scopes: list[str] = []
+    scopes: list[Any] = []
 
 
 class Node:
@@ -40,10 +40,10 @@ class Node:
 
     __slots__ = ("op", "ctx", "parents", "scope", "site", "grad")
 
-    def __init__(self, op: type[Op], ctx: Context, parents: tuple, scope: str | None,
+    def __init__(self, op: type[Op], ctx: Context, parents: tuple, scope: Any,
                  site: tuple[str, int] | None):
         self.op, self.ctx, self.parents = op, ctx, parents
-        self.scope = scope      # dotted name of the innermost module running when it was made
+        self.scope = scope      # the innermost module running when it was made (has `.path`)
         self.site = site        # (file, line) of user code, recorded only under detect_anomaly
         self.grad = None        # gradient of this node's output from the latest backward
 
@@ -71,9 +71,9 @@ def is_grad_enabled() -> bool:
 
 
 @contextmanager
-def name_scope(name: str) -> Iterator[None]:
-    """Nodes recorded inside the block remember `name` (a module's dotted name) as their scope."""
-    _State.scopes.append(name)
+def module_scope(module: Any) -> Iterator[None]:
+    """Nodes recorded inside the block remember `module` (whose ``path`` is its dotted name)."""
+    _State.scopes.append(module)
     try:
         yield
     finally:
@@ -110,12 +110,11 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     node = None
     if record:
         site = _user_site() if _State.anomaly else None
-        node = Node(op, ctx, inputs, _State.scopes[-1] if _State.scopes else None, site)
-    result = Tensor._from_op(out, device, op.name, node)
+        node = Node(op, ctx, inputs, _current_scope(), site)
     if _State.anomaly and not _is_finite(ctx.xp, out):
         raise AnomalyError(f"{op.name}: forward output {tuple(out.shape)} holds NaN or Inf"
-                           f"{_where(node, _user_site())}")
-    return result
+                           f"{_where(_current_scope(), inputs, _user_site())}")
+    return Tensor._from_op(out, device, op.name, node)
 
 
 def toposort(root: Tensor) -> list[Tensor]:
@@ -182,7 +181,8 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) 
         grad = grad.astype(parent.dtype)
     if _State.anomaly and not _is_finite(node.ctx.xp, grad):
         raise AnomalyError(f"{node.op.name}: backward gradient for input {index} "
-                           f"{tuple(grad.shape)} holds NaN or Inf{_where(node, node.site)}")
+                           f"{tuple(grad.shape)} holds NaN or Inf"
+                           f"{_where(node.scope, node.parents, node.site)}")
     return grad
 
 
@@ -212,10 +212,18 @@ def _user_site() -> tuple[str, int] | None:
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
-def _where(node: Node | None, site: tuple[str, int] | None) -> str:
+def _current_scope() -> Any:
+    return _State.scopes[-1] if _State.scopes else None
+
+
+def _where(scope: Any, inputs: tuple, site: tuple[str, int] | None) -> str:
+    """Where an op sits, for anomaly messages: its module, its named inputs, its user line."""
     parts = []
-    if node is not None and node.scope:
-        parts.append(f"in module {node.scope}")
+    if scope is not None:
+        parts.append(f"in module {getattr(scope, 'path', None) or type(scope).__name__}")
+    names = [t.name for t in inputs if t is not None and t.name]
+    if names:
+        parts.append(f"inputs {', '.join(names)}")
     if site is not None:
         parts.append(f"created at {site[0]}:{site[1]}")
     return f" ({', '.join(parts)})" if parts else ""
