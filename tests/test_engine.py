@@ -1,0 +1,137 @@
+"""The autodiff engine: accumulation, depth, order, grad mode, repeated backward."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import engine
+
+
+def test_tensor_used_twice_accumulates():
+    x = ta.Tensor([1.0, -2.0, 3.0], requires_grad=True)
+    (x * x + x).backward(np.array([1.0, 1.0, 1.0]))
+    np.testing.assert_allclose(x.grad, 2 * np.array([1.0, -2.0, 3.0]) + 1)
+
+
+def test_leaf_grad_accumulates_across_backward_calls_and_graph_is_reusable():
+    x = ta.Tensor([2.0], requires_grad=True)
+    y = (x * 3.0).sum()
+    y.backward()
+    y.backward()   # the graph is kept: a second pass works and accumulates
+    np.testing.assert_allclose(x.grad, [6.0])
+    x.zero_grad()
+    y.backward()
+    np.testing.assert_allclose(x.grad, [3.0])
+
+
+def test_deep_chain_backpropagates_without_recursion():
+    depth = 100_000
+    x = ta.Tensor(np.array([1.0]), requires_grad=True)
+    y = x
+    for _ in range(depth):
+        y = y * 1.0
+    y = y + 0.0  # one more node: depth + 1 ops
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, [1.0])
+    del y
+    gc.collect()  # tearing the chain down must not recurse either
+
+
+def test_order_is_the_same_on_every_run():
+    def build():
+        ta.manual_seed(3)
+        a = ta.randn(3, 4, requires_grad=True)
+        b = ta.randn(4, 2, requires_grad=True)
+        h = (a @ b).tanh()
+        return (h * h + h.exp()).mean()
+
+    def ops(root):
+        return [ev.tensor.op for ev in engine.backward_steps(root, np.array(1.0, np.float32))]
+
+    first, second = ops(build()), ops(build())
+    assert first == second
+    assert first[0] == "mean" and first[-1] == "matmul"
+
+
+def test_toposort_puts_producers_before_consumers():
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    a = x.exp()
+    b = a * x
+    c = b + a
+    order = engine.toposort(c)
+    position = {id(t): i for i, t in enumerate(order)}
+    assert position[id(x)] < position[id(a)] < position[id(b)] < position[id(c)]
+
+
+def test_no_grad_records_nothing():
+    x = ta.Tensor([1.0], requires_grad=True)
+    with ta.no_grad():
+        y = x * 2.0
+    assert not y.requires_grad and y.is_leaf and y.op == "mul"
+    assert engine.is_grad_enabled()
+
+
+def test_non_scalar_backward_needs_a_grad():
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"shape \(2,\) needs an explicit grad"):
+        (x * 2.0).backward()
+
+
+def test_backward_grad_shape_is_checked():
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ta.ShapeError, match=r"grad has shape \(3,\).*shape \(2,\)"):
+        (x * 2.0).backward(np.ones(3))
+
+
+def test_backward_without_graph_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        ta.Tensor([1.0]).backward()
+
+
+def test_broadcast_gradient_is_summed_to_input_shape():
+    a = ta.Tensor(np.ones((2, 3, 4)), requires_grad=True)
+    b = ta.Tensor(np.arange(4.0).reshape(1, 4), requires_grad=True)
+    g = np.arange(24.0).reshape(2, 3, 4)
+    (a * b).backward(g)
+    np.testing.assert_allclose(b.grad, g.sum(axis=(0, 1)).reshape(1, 4))
+    np.testing.assert_allclose(a.grad, g * np.arange(4.0))
+
+
+def test_max_ties_share_the_gradient_equally():
+    x = ta.Tensor([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]], requires_grad=True)
+    x.max(axis=1).backward(np.array([1.0, 4.0]))
+    np.testing.assert_allclose(x.grad, [[0, 0.5, 0.5], [2.0, 0, 2.0]])
+
+
+def test_getitem_repeated_indices_accumulate_and_negative_steps():
+    x = ta.Tensor(np.arange(5.0), requires_grad=True)
+    x[np.array([1, 1, 3, 1])].backward(np.array([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_allclose(x.grad, [0, 7, 0, 3, 0])
+    y = ta.Tensor(np.arange(6.0), requires_grad=True)
+    out = y[::-2]
+    np.testing.assert_allclose(out.data, [5.0, 3.0, 1.0])
+    out.backward(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(y.grad, [0, 3, 0, 2, 0, 1])
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [
+    ((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4, 5)), ((2, 3, 4), (4,)), ((4,), (4,)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+])
+def test_matmul_follows_numpy(shape_a, shape_b, rng):
+    a, b = rng.standard_normal(shape_a), rng.standard_normal(shape_b)
+    ta_a, ta_b = ta.Tensor(a, requires_grad=True), ta.Tensor(b, requires_grad=True)
+    out = ta_a @ ta_b
+    np.testing.assert_allclose(out.data, a @ b)
+    assert ta.gradcheck(lambda p, q: p @ q, [ta_a, ta_b])
+
+
+def test_split_and_swapaxes_and_T(rng):
+    x = ta.Tensor(rng.standard_normal((2, 6, 3)), requires_grad=True)
+    pieces = x.split([1, 2, 3], axis=1)
+    assert [p.shape for p in pieces] == [(2, 1, 3), (2, 2, 3), (2, 3, 3)]
+    assert [p.shape for p in x.split(3, axis=1)] == [(2, 2, 3)] * 3
+    assert x.T.shape == (2, 3, 6) and x.swapaxes(0, -1).shape == (3, 6, 2)
+    assert ta.gradcheck(lambda t: ta.concat([t.split(3, axis=1)[2], t.T.swapaxes(1, 2)], axis=1), [x])

@@ -1,0 +1,38 @@
+"""Bad input raises a clear error naming the op and the shapes, before anything changes."""
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+
+
+@pytest.mark.parametrize("build,pattern", [
+    (lambda a, b: a + b, r"add: shapes \(3, 4\), \(5,\) do not broadcast"),
+    (lambda a, b: a * b, r"mul: shapes \(3, 4\), \(5,\)"),
+    (lambda a, b: a @ b, r"matmul: shapes \(3, 4\) and \(5,\) do not fit"),
+    (lambda a, b: a.reshape(5, 3), r"reshape: cannot reshape \(3, 4\)"),
+    (lambda a, b: a.sum(axis=2), r"sum: axis 2 is out of range"),
+    (lambda a, b: a.transpose(0, 0), r"transpose: axes \(0, 0\)"),
+    (lambda a, b: a[5], r"getitem: index .* does not fit shape \(3, 4\)"),
+    (lambda a, b: a.split(5), r"split: axis 0 of shape \(3, 4\)"),
+    (lambda a, b: a.masked_fill(np.ones(5, bool), 0.0), r"masked_fill: mask of shape \(5,\)"),
+    (lambda a, b: ta.concat([a, b]), r"concat: shapes"),
+    (lambda a, b: ta.stack([a, b]), r"stack: all shapes must be equal"),
+    (lambda a, b: ta.where(np.ones(5, bool), a, a), r"where: shapes \(5,\), \(3, 4\)"),
+])
+def test_shape_errors_name_op_and_shapes_and_change_nothing(build, pattern):
+    a = ta.Tensor(np.ones((3, 4)), requires_grad=True)
+    b = ta.Tensor(np.ones(5), requires_grad=True)
+    a.grad = np.full((3, 4), 2.0)
+    before = a.data.copy()
+    with pytest.raises(ta.ShapeError, match=pattern):
+        build(a, b)
+    assert isinstance(ta.ShapeError("x"), ValueError)
+    np.testing.assert_array_equal(a.data, before)
+    np.testing.assert_array_equal(a.grad, np.full((3, 4), 2.0))
+    assert b.grad is None
+
+
+def test_mask_must_be_boolean():
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        ta.Tensor([1.0, 2.0]).masked_fill(np.array([1.0, 0.0]), 0.0)
