@@ -5,29 +5,12 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine
+from tinygrad_attn.gradcheck import case_inputs
 from tinygrad_attn.ops import REGISTRY
 from tinygrad_attn.ops.base import Case, Op
 from tinygrad_attn.ops.elementwise import Mul
 
 ALL_CASES = [(name, i) for name, op in sorted(REGISTRY.items()) for i in range(len(op.cases))]
-
-
-def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> list:
-    """Random float64 tensors for shape specs (shaped by the case's domain), constants otherwise."""
-    inputs = []
-    for spec in case.specs:
-        if spec is None:
-            inputs.append(None)
-        elif isinstance(spec, tuple):
-            x = rng.standard_normal(spec)
-            if case.domain == "positive":
-                x = np.abs(x) + 0.5
-            elif case.domain == "nonzero":
-                x = np.sign(x) * (np.abs(x) + 0.5)
-            inputs.append(ta.Tensor(x, requires_grad=True, device=device))
-        else:
-            inputs.append(ta.Tensor(np.asarray(spec), device=device))
-    return inputs
 
 
 def run_case(op: type[Op], case: Case, rng: np.random.Generator, device: str = "cpu") -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 from .backend import to_numpy, xp_for
 from .engine import no_grad
 from .errors import GradcheckError
+from .ops.base import Case
 from .tensor import Tensor
 
 
@@ -79,6 +80,25 @@ def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
             numeric.reshape(-1)[j] = (plus - minus) / (2 * eps)
         pairs.append((i, analytic, numeric))
     return pairs
+
+
+def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> list[Any]:
+    """Inputs for one op `Case`: float64 tensors requiring grad for shape specs, drawn from `rng`
+    and shaped by the case's domain; constant tensors for array specs; None for None."""
+    inputs: list[Any] = []
+    for spec in case.specs:
+        if spec is None:
+            inputs.append(None)
+        elif isinstance(spec, tuple):
+            x = rng.standard_normal(spec)
+            if case.domain == "positive":
+                x = np.abs(x) + 0.5
+            elif case.domain == "nonzero":
+                x = np.sign(x) * (np.abs(x) + 0.5)
+            inputs.append(Tensor(x, requires_grad=True, device=device))
+        else:
+            inputs.append(Tensor(np.asarray(spec), device=device))
+    return inputs
 
 
 def _as_float64(x: Any) -> Any:
