@@ -36,3 +36,18 @@ def test_shape_errors_name_op_and_shapes_and_change_nothing(build, pattern):
 def test_mask_must_be_boolean():
     with pytest.raises(TypeError, match="mask must be boolean"):
         ta.Tensor([1.0, 2.0]).masked_fill(np.array([1.0, 0.0]), 0.0)
+
+
+class _LooksLikeCupy(np.ndarray):
+    """A NumPy array that reports CuPy as its module, to test the device check without a GPU."""
+
+    __module__ = "cupy._stand_in"
+
+
+def test_mixed_devices_raise_before_any_work():
+    a = ta.Tensor(np.ones(3), requires_grad=True)
+    b = ta.Tensor._from_op(np.ones(3).view(_LooksLikeCupy), "cuda", None, None)
+    assert b.device == "cuda"
+    with pytest.raises(ta.DeviceError, match=r"add: inputs are on different devices \(cpu, cuda\)"):
+        a + b
+    assert a.grad is None
