@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import to_numpy, xp_for
+from .backend import array_module, to_numpy, xp_for
 from .engine import no_grad
 from .errors import GradcheckError
 from .ops.base import Case
@@ -54,7 +54,9 @@ def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
         raise ValueError("gradcheck: no input requires grad")
     outputs = _outputs(fn(*inputs))
     rng = np.random.default_rng(0)
-    cotangents = [xp_for(o.device).asarray(rng.standard_normal(o.shape)) for o in outputs]
+    # An infinite output (a masked log-probability) is a constant: it gets cotangent 0.
+    cotangents = [xp_for(o.device).asarray(rng.standard_normal(o.shape)) * _finite_mask(o.data)
+                  for o in outputs]
 
     for out, cot in zip(outputs, cotangents):
         if out.requires_grad:
@@ -62,7 +64,8 @@ def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
 
     def objective() -> float:
         with no_grad():
-            return sum(float((o.data * c).sum()) for o, c in zip(_outputs(fn(*inputs)), cotangents))
+            return sum(float((_finite(o.data) * c).sum())
+                       for o, c in zip(_outputs(fn(*inputs)), cotangents))
 
     pairs = []
     for i in wrt:
@@ -99,6 +102,15 @@ def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> li
         else:
             inputs.append(Tensor(np.asarray(spec), device=device))
     return inputs
+
+
+def _finite_mask(array: Any) -> Any:
+    return array_module(array).isfinite(array)
+
+
+def _finite(array: Any) -> Any:
+    """The array with ±inf replaced by 0 (their cotangent is 0, and inf · 0 would be NaN)."""
+    return array_module(array).where(_finite_mask(array), array, 0)
 
 
 def _as_float64(x: Any) -> Any:

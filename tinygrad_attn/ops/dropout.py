@@ -1,0 +1,27 @@
+"""Inverted dropout with a given keep-mask: the mask is drawn by ``F.dropout``, not here."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+
+
+@register
+class Dropout(Op):
+    """y = x ⊙ keep / (1 − p): kept elements are scaled up so that E[y] = x."""
+
+    name = "dropout"
+    formula = ("dx = dy ⊙ keep / (1 − p)", "keep: not differentiable")
+    cases = (Case((3, 4), np.array([[True, False, True, True]] * 3), params={"p": 0.25}),)
+
+    @staticmethod
+    def forward(ctx, x, keep, *, p):
+        ctx.save(keep=keep)
+        return x * keep * (1 / (1 - p))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Each element is x times a constant (0 or 1/(1 − p)), so the gradient is scaled alike."""
+        return grad * ctx.saved["keep"] * (1 / (1 - ctx.p)), None

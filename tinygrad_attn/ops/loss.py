@@ -1,0 +1,57 @@
+"""Cross-entropy fused with log-softmax: one op from logits to the loss."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+from .softmax import masked_softmax
+
+_TARGETS = np.array([2, 0, 3])
+_IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
+
+
+@register
+class CrossEntropy(Op):
+    """ℓ = −log softmax(logits)[target] per position, then reduced ("mean", "sum" or "none").
+
+    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean.
+    """
+
+    name = "cross_entropy"
+    formula = ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted",
+               "targets: not differentiable")
+    cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "sum"}),
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
+
+    @staticmethod
+    def forward(ctx, logits, targets, *, ignore_index, reduction):
+        xp = ctx.xp
+        probs, m, s = masked_softmax(xp, logits, None, None, -1)
+        counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
+        safe = xp.where(counted, targets, 0)[..., None]                       # (..., 1)
+        picked = xp.take_along_axis(logits, safe, axis=-1)[..., 0]
+        losses = (m[..., 0] + xp.log(s[..., 0]) - picked) * counted           # −log p[target]
+        ctx.n_counted = int(counted.sum())
+        ctx.save(probs=probs, safe=safe, counted=counted)
+        if reduction == "none":
+            return losses
+        total = losses.sum()
+        return total / max(ctx.n_counted, 1) if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂ℓ/∂logitsⱼ = pⱼ − [j = target] for a counted position, 0 for an ignored one; the mean
+        divides by the number counted (a mean over no counted target is 0, with gradient 0)."""
+        xp = ctx.xp
+        probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
+        one_hot = xp.zeros_like(probs)
+        xp.put_along_axis(one_hot, safe, 1, axis=-1)
+        if ctx.reduction == "mean":
+            grad = grad / max(ctx.n_counted, 1)
+        scale = (grad[..., None] if ctx.reduction == "none" else grad) * counted[..., None]
+        return (probs - one_hot) * scale, None

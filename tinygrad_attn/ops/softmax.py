@@ -1,0 +1,104 @@
+"""Softmax and log-softmax over one axis, with max-subtraction and boolean or float masks.
+
+The masking rule, shared with attention (``masked_softmax``): a boolean ``keep`` marks the
+positions that take part (True), a float ``bias`` is added to the logits. Masked positions get
+probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+
+_CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
+_ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
+                        [True, True, True, True]])
+_FLOAT_MASK = np.array([[0.0, -1.0, 2.0, -np.inf]])
+_MASK_CASES = (Case((3, 4), None, None, params={"axis": 1}),
+               Case((4, 4), _CAUSAL, None, params={"axis": 1}),
+               Case((3, 4), _ROW_MASKED, None, params={"axis": 1}),
+               Case((3, 4), None, _FLOAT_MASK, params={"axis": 1}),
+               Case((2, 3, 4), _ROW_MASKED, _FLOAT_MASK, params={"axis": 2}),
+               Case((4, 3), None, None, params={"axis": 0}))
+
+
+def masked_logits(xp, x, keep, bias):
+    """z = x + bias, with −inf where keep is False (either may be None)."""
+    z = x if bias is None else x + bias
+    if keep is not None:
+        z = xp.where(keep, z, xp.asarray(-xp.inf, dtype=z.dtype))
+    return z
+
+
+def masked_softmax(xp, x, keep, bias, axis):
+    """Softmax of the masked logits along `axis`: (probs, row max m, row sum s of exp(z − m)).
+
+    The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
+    with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
+    part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
+    """
+    z = masked_logits(xp, x, keep, bias)
+    m = z.max(axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.asarray(0, dtype=m.dtype))
+    e = xp.exp(z - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return e / xp.where(s > 0, s, xp.asarray(1, dtype=s.dtype)), m, s
+
+
+@register
+class Softmax(Op):
+    """y = exp(z − max z) / Σ exp(z − max z) along `axis`, z the masked logits."""
+
+    name = "softmax"
+    formula = ("dx = y ⊙ (dy − Σ dy ⊙ y)", "mask: not differentiable", "float mask: not differentiable")
+    cases = _MASK_CASES
+
+    @staticmethod
+    def forward(ctx, x, keep, bias, *, axis):
+        y, _, _ = masked_softmax(ctx.xp, x, keep, bias, axis)
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Jacobian-vector product: ∂yᵢ/∂xⱼ = yᵢ(δᵢⱼ − yⱼ), so dx = y ⊙ (dy − ⟨dy, y⟩).
+
+        Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros,
+        never NaN (y = 0 there, so dx = 0).
+        """
+        y = ctx.saved["y"]
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None, None
+
+
+@register
+class LogSoftmax(Op):
+    """y = z − max z − log Σ exp(z − max z) along `axis`: log-probabilities, −inf where masked."""
+
+    name = "log_softmax"
+    formula = ("dx = dy − softmax ⊙ Σ dy  (over positions taking part)", "mask: not differentiable",
+               "float mask: not differentiable")
+    cases = _MASK_CASES
+
+    @staticmethod
+    def forward(ctx, x, keep, bias, *, axis):
+        xp = ctx.xp
+        probs, m, s = masked_softmax(xp, x, keep, bias, axis)
+        z = masked_logits(xp, x, keep, bias)
+        alive = z > -xp.inf                                     # positions taking part
+        log_s = xp.log(xp.where(s > 0, s, xp.asarray(1, dtype=s.dtype)))
+        y = xp.where(s > 0, z - m - log_s, xp.asarray(0, dtype=z.dtype))
+        ctx.save(probs=probs, alive=alive)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂yᵢ/∂xⱼ = δᵢⱼ − pⱼ, so dx = dy − p ⊙ Σ dy, the sum over the positions taking part.
+
+        Masked positions get probability 0 and gradient 0 (their output is the constant −inf);
+        a fully masked row outputs zeros, never NaN, and gets gradient 0.
+        """
+        probs, alive = ctx.saved["probs"], ctx.saved["alive"]
+        grad = grad * alive
+        return grad - probs * grad.sum(axis=ctx.axis, keepdims=True), None, None
