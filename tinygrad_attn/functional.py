@@ -4,14 +4,18 @@ one registered op (or, where the API asks for several results, a short compositi
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from . import engine
+from .backend import xp_for
 from .creation import generator
 from .errors import ShapeError
+from .ops import attention as attention_ops
 from .ops import dropout as dropout_ops
+from .ops import flash as flash_ops
 from .ops import loss as loss_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
@@ -175,3 +179,86 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     keep = Tensor(generator().random(x.shape) >= p, device=x.device)
     return engine.apply(dropout_ops.Dropout, x, keep, p=p)
+
+
+def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
+               scale: float | None, return_weights: bool, **params: Any) -> Any:
+    """Shared argument checks and mask handling of the two attention kernels."""
+    if min(q.ndim, k.ndim, v.ndim) < 2:
+        raise ShapeError(f"{name}: q, k, v need at least 2 dims, got {q.shape}, {k.shape}, {v.shape}")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ShapeError(f"{name}: q {q.shape}, k {k.shape}, v {v.shape} do not fit: need "
+                         "q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)")
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"{name}: batch dims of q {q.shape}, k {k.shape}, v {v.shape} "
+                         "do not broadcast") from None
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
+    if not return_weights:
+        return engine.apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
+    # The weights are asked for, so the (n_q, n_k) matrix is held whatever the kernel: build it
+    # from registered ops, which keeps both results differentiable.
+    if is_causal:
+        causal = attention_ops.causal_keep(xp_for(q.device), n_q, n_k)
+        keep = Tensor(attention_ops.combine_keep(xp_for(q.device), None if keep is None else keep.data,
+                                                 causal), device=q.device)
+    scores = (q @ k.swapaxes(-1, -2)) * scale                           # (..., Tq, Tk)
+    weights = engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1)
+    return weights @ v, weights
+
+
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 return_weights: bool = False) -> Any:
+    """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
+
+    Args:
+        q: queries `(..., n_q, d_k)`; k: keys `(..., n_k, d_k)`; v: values `(..., n_k, d_v)`;
+            batch axes broadcast.
+        mask: boolean (True = the key takes part) or float (added to the scores), broadcastable
+            to `(..., n_q, n_k)`; never differentiated.
+        is_causal: query i sees keys j ≤ i (aligned top-left when n_q ≠ n_k, as in PyTorch).
+        scale: multiplies Q Kᵀ; defaults to 1/√d_k.
+        return_weights: also return the attention weights `(..., n_q, n_k)`; they are then
+            computed from registered ops (matmul, softmax), so both results are differentiable.
+
+    Returns:
+        The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
+        a query whose every key is masked gets a zero output.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> q = k = ta.Tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> v = ta.Tensor([[1.0], [2.0]])
+        >>> scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+        array([[1.       ],
+               [1.6697615]], dtype=float32)
+    """
+    return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
+                      q, k, v, mask, is_causal, scale, return_weights)
+
+
+def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
+                    scale: float | None = None, return_weights: bool = False,
+                    block_size: int = 256) -> Any:
+    """The same results as ``scaled_dot_product_attention``, in key blocks of `block_size`.
+
+    Forward keeps a running row maximum and sum (online softmax) and saves only the output and
+    the row log-sum-exp; backward recomputes each block's probabilities. Neither pass holds the
+    `(n_q, n_k)` matrix, unless `return_weights` asks for it.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> q = k = ta.Tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> v = ta.Tensor([[1.0], [2.0]])
+        >>> flash_attention(q, k, v, is_causal=True, block_size=1).numpy()
+        array([[1.       ],
+               [1.6697615]], dtype=float32)
+    """
+    if block_size < 1:
+        raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
+    return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
+                      return_weights, block_size=block_size)

@@ -1,0 +1,69 @@
+"""Scaled dot-product attention as one op with its own dQ, dK, dV.
+
+O = softmax(scale · Q Kᵀ, mask) V over the last two axes, batch axes broadcast. The masking
+rule is softmax's (``masked_softmax``): True takes part, a float mask is added, masked weights
+are exactly 0, a fully masked row gives a zero output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import register
+from .base import Case, Op
+from .softmax import masked_softmax
+
+FORMULA = ("dQ = scale · dS K,  dS = P ⊙ (dP − rowsum(dP ⊙ P)),  dP = dO Vᵀ",
+           "dK = scale · dSᵀ Q", "dV = Pᵀ dO", "mask: not differentiable", "float mask: not differentiable")
+
+_PADDED = np.array([[True, True, True, False, False]])
+_ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])
+CASES = (Case((3, 4), (3, 4), (3, 2), None, None, params={"scale": 0.5, "is_causal": False}),
+         Case((5, 3), (5, 3), (5, 2), None, None, params={"scale": 0.6, "is_causal": True}),
+         Case((4, 3), (5, 3), (5, 2), _ROW_MASKED, None, params={"scale": 0.6, "is_causal": False}),
+         Case((2, 3, 3), (1, 5, 3), (2, 5, 4), _PADDED, np.array([[0.5, -1.0, 0.0, 2.0, 0.1]]),
+              params={"scale": 0.4, "is_causal": True}))
+
+
+def causal_keep(xp, n_q: int, n_k: int, start: int = 0, stop: int | None = None):
+    """(n_q, stop − start) booleans: query i may see key j when j ≤ i (aligned top-left)."""
+    stop = n_k if stop is None else stop
+    return xp.arange(n_q)[:, None] >= xp.arange(start, stop)[None, :]
+
+
+def combine_keep(xp, keep, causal):
+    return causal if keep is None else keep & causal
+
+
+@register
+class ScaledDotProductAttention(Op):
+    """O = P V with P = softmax(S, mask), S = scale · Q Kᵀ; holds the whole (Tq, Tk) matrix P."""
+
+    name = "scaled_dot_product_attention"
+    formula = FORMULA
+    cases = CASES
+
+    @staticmethod
+    def forward(ctx, q, k, v, keep, bias, *, scale, is_causal):
+        xp = ctx.xp
+        if is_causal:
+            keep = combine_keep(xp, keep, causal_keep(xp, q.shape[-2], k.shape[-2]))
+        scores = (q @ xp.swapaxes(k, -1, -2)) * scale                    # (..., Tq, Tk)
+        probs, _, _ = masked_softmax(xp, scores, keep, bias, -1)        # (..., Tq, Tk)
+        ctx.save(q=q, k=k, v=v, probs=probs)
+        return probs @ v                                                # (..., Tq, Dv)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dV = Pᵀ dO; dP = dO Vᵀ; softmax's backward row by row gives dS = P ⊙ (dP − rowsum(dP ⊙ P));
+        S = scale · Q Kᵀ gives dQ = scale · dS K and dK = scale · dSᵀ Q.
+        Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
+        """
+        xp = ctx.xp
+        q, k, v, probs = (ctx.saved[n] for n in ("q", "k", "v", "probs"))
+        grad_v = xp.swapaxes(probs, -1, -2) @ grad                      # (..., Tk, Dv)
+        grad_p = grad @ xp.swapaxes(v, -1, -2)                          # (..., Tq, Tk)
+        grad_s = probs * (grad_p - (grad_p * probs).sum(axis=-1, keepdims=True))
+        grad_q = (grad_s @ k) * ctx.scale                               # (..., Tq, Dk)
+        grad_k = (xp.swapaxes(grad_s, -1, -2) @ q) * ctx.scale          # (..., Tk, Dk)
+        return grad_q, grad_k, grad_v, None, None
