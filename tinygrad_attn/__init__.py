@@ -1,6 +1,6 @@
 """tinygrad_attn: a from-scratch autodiff engine for learning how attention really works."""
 
-from . import functional
+from . import functional, nn, optim
 from .backend import cuda_available
 from .creation import arange, manual_seed, ones, randn, tensor, zeros
 from .engine import detect_anomaly, no_grad
@@ -9,7 +9,8 @@ from .gradcheck import gradcheck
 from .tensor import Tensor, concat, get_default_dtype, set_default_dtype, stack, where
 
 __all__ = [
-    "AnomalyError", "functional", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange", "concat",
-    "cuda_available", "detect_anomaly", "get_default_dtype", "gradcheck", "manual_seed",
-    "no_grad", "ones", "randn", "set_default_dtype", "stack", "tensor", "where", "zeros",
+    "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange", "concat",
+    "cuda_available", "detect_anomaly", "functional", "get_default_dtype", "gradcheck",
+    "manual_seed", "nn", "no_grad", "ones", "optim", "randn", "set_default_dtype", "stack",
+    "tensor", "where", "zeros",
 ]

@@ -70,6 +70,11 @@ def is_grad_enabled() -> bool:
     return _State.grad_enabled
 
 
+def current_scopes() -> tuple[Any, ...]:
+    """The modules running now, outermost first."""
+    return tuple(_State.scopes)
+
+
 @contextmanager
 def module_scope(module: Any) -> Iterator[None]:
     """Nodes recorded inside the block remember `module` (whose ``path`` is its dotted name)."""

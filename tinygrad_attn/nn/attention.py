@@ -1,0 +1,103 @@
+"""Multi-head attention as in "Attention Is All You Need", §3.2.2.
+
+    Q = X W_Q,  K = C W_K,  V = C W_V          (C = X for self-attention, the context otherwise)
+    headₕ = softmax(Qₕ Kₕᵀ / √d_head, mask) Vₕ  (Qₕ the h-th contiguous slice of d_model)
+    MultiHead(X, C) = Concat(head₁ … head_H) W_O
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import functional as F
+from ..tensor import Tensor, concat
+from .layers import Linear
+from .module import Module
+
+
+@dataclass
+class LayerCache:
+    """The keys and values one attention layer has seen so far while decoding: (B, H, T, Dh)."""
+
+    k: Tensor | None = None
+    v: Tensor | None = None
+
+
+class MultiHeadAttention(Module):
+    """Self- or cross-attention with `num_heads` heads of size d_model // num_heads.
+
+    Args:
+        d_model: the model width; q_proj, k_proj, v_proj, out_proj are Linear(d_model, d_model).
+        num_heads: must divide d_model.
+        bias: whether the four projections have a bias.
+        dropout: probability of dropping attention weights while training.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> mha = MultiHeadAttention(8, 2)
+        >>> out, w = mha(ta.randn(3, 5, 8), is_causal=True, return_weights=True)
+        >>> out.shape, w.shape
+        ((3, 5, 8), (3, 2, 5, 5))
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
+        if d_model % num_heads:
+            raise ValueError(f"MultiHeadAttention: d_model {d_model} is not divisible by "
+                             f"num_heads {num_heads}")
+        self.num_heads, self.d_head, self.dropout = num_heads, d_model // num_heads, dropout
+        self.q_proj = Linear(d_model, d_model, bias)
+        self.k_proj = Linear(d_model, d_model, bias)
+        self.v_proj = Linear(d_model, d_model, bias)
+        self.out_proj = Linear(d_model, d_model, bias)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape
+        return x.reshape(b, t, self.num_heads, self.d_head).transpose(0, 2, 1, 3)  # (B, H, T, Dh)
+
+    def forward(self, x: Tensor, context: Tensor | None = None, mask: Any = None,
+                is_causal: bool = False, return_weights: bool = False,
+                cache: LayerCache | None = None) -> Any:
+        """Attend from `x` (batch, n_q, d_model) or (n_q, d_model) to `context` (default `x`).
+
+        `cache` (used by ``TinyTransformer.generate``) holds the keys and values of earlier
+        tokens: the new ones are appended and the queries attend to all of them.
+        """
+        d_model = self.num_heads * self.d_head
+        unbatched = x.ndim == 2
+        context = x if context is None else context
+        if x.ndim not in (2, 3) or context.ndim != x.ndim or x.shape[-1] != d_model \
+                or context.shape[-1] != d_model:
+            raise ValueError(f"MultiHeadAttention: expected x and context of shape (batch, n, "
+                             f"{d_model}) or (n, {d_model}), got {x.shape} and {context.shape}")
+        if unbatched:
+            x, context = x.reshape(1, *x.shape), context.reshape(1, *context.shape)  # (1, T, D)
+        batch, n_q = x.shape[0], x.shape[1]
+
+        q = self._split_heads(self.q_proj(x))                           # (B, H, Tq, Dh)
+        k = self._split_heads(self.k_proj(context))                     # (B, H, Tk, Dh)
+        v = self._split_heads(self.v_proj(context))                     # (B, H, Tk, Dh)
+        if cache is not None:
+            if cache.k is not None:
+                if is_causal and n_q > 1:
+                    raise ValueError("MultiHeadAttention: a cache with earlier keys takes one new "
+                                     "query at a time when is_causal")
+                is_causal = False                   # the newest query sees every earlier key
+                k, v = concat([cache.k, k], axis=2), concat([cache.v, v], axis=2)  # (B, H, Tk, Dh)
+            cache.k, cache.v = k, v
+
+        drop_weights = self.training and self.dropout > 0
+        result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
+                                                return_weights=return_weights or drop_weights)
+        if return_weights or drop_weights:
+            heads, weights = result
+            if drop_weights:
+                heads = F.dropout(weights, self.dropout) @ v                # (B, H, Tq, Dh)
+        else:
+            heads, weights = result, None
+        out = heads.transpose(0, 2, 1, 3).reshape(batch, n_q, d_model)  # (B, Tq, D): concat heads
+        out = self.out_proj(out)
+        if unbatched:
+            out = out.reshape(n_q, d_model)                             # (Tq, D)
+            weights = None if weights is None else weights.reshape(weights.shape[1:])  # (H, Tq, Tk)
+        return (out, weights) if return_weights else out

@@ -1,0 +1,86 @@
+"""The basic layers: Linear, Embedding, LayerNorm, Dropout."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import functional as F
+from ..creation import generator
+from ..tensor import Tensor, get_default_dtype
+from .module import Module, Parameter
+
+
+def _uniform(bound: float, *shape: int) -> np.ndarray:
+    return generator().uniform(-bound, bound, shape).astype(get_default_dtype())
+
+
+class Linear(Module):
+    """y = x @ weight + bias, with weight of shape (in_features, out_features) as in Q = X W_Q.
+
+    Both are initialised uniformly in ±1/√in_features (PyTorch's default), so that the output's
+    scale does not grow with the number of inputs.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> layer = Linear(3, 2)
+        >>> layer(ta.ones(4, 3)).shape
+        (4, 2)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        bound = 1 / math.sqrt(in_features)
+        self.weight = Parameter(_uniform(bound, in_features, out_features))
+        self.bias = Parameter(_uniform(bound, out_features)) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = x @ self.weight
+        return y if self.bias is None else y + self.bias
+
+
+class Embedding(Module):
+    """Row `i` of `weight` (num_embeddings, embedding_dim) for each integer id `i`; weight ~ N(0, 1).
+
+    The lookup is integer-array indexing, whose backward scatter-adds, so an id used twice in a
+    batch gets both gradients.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int):
+        self.weight = Parameter(generator().standard_normal((num_embeddings, embedding_dim))
+                                .astype(get_default_dtype()))
+
+    def forward(self, ids: Any) -> Tensor:
+        ids = ids if isinstance(ids, Tensor) else Tensor(ids, device=self.weight.device)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"Embedding: ids must be integers, got dtype {ids.dtype}")
+        n = self.weight.shape[0]
+        if ids.data.size and (int(ids.data.min()) < 0 or int(ids.data.max()) >= n):
+            bad = int(ids.data.min()) if int(ids.data.min()) < 0 else int(ids.data.max())
+            raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
+        return self.weight[ids]
+
+
+class LayerNorm(Module):
+    """F.layer_norm over the last axis with a learned scale (ones) and shift (zeros)."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        self.eps = eps
+        self.weight = Parameter(np.ones(dim, dtype=get_default_dtype()))
+        self.bias = Parameter(np.zeros(dim, dtype=get_default_dtype()))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class Dropout(Module):
+    """F.dropout with probability p while training; the identity in eval mode."""
+
+    def __init__(self, p: float):
+        if not 0 <= p < 1:
+            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)

@@ -1,0 +1,150 @@
+"""Module and Parameter: parameter discovery, names, modes, devices and state dicts.
+
+A module finds its parameters and sub-modules by walking ``vars(self)`` in insertion order
+(Parameters, Modules, and lists, tuples or dicts of them), so there is no attribute magic.
+Calling a module runs ``forward`` inside ``engine.module_scope(self)``; the first call of a
+root module also names the tree: every module gets ``path`` (its dotted name, "" for the root)
+and every parameter ``name`` (``blocks.0.attn.q_proj.weight``), which the stepper, the graph
+drawing and anomaly messages show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import engine
+from ..backend import to_device
+from ..errors import ShapeError
+from ..tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A learnable tensor of a module: a leaf that requires grad."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any, dtype: Any = None, device: str = "cpu"):
+        super().__init__(data, requires_grad=True, dtype=dtype, device=device)
+
+
+def _flatten(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (Parameter, Module)):
+        yield prefix, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _flatten(f"{prefix}.{i}", item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flatten(f"{prefix}.{key}", item)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+class Module:
+    """Base class of layers and models: subclasses set attributes and define ``forward``."""
+
+    training: bool = True
+    path: str = ""
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not engine.current_scopes():
+            self._name_tree()
+        with engine.module_scope(self):
+            return self.forward(*args, **kwargs)
+
+    def _name_tree(self) -> None:
+        for path, module in self.named_modules():
+            module.path = path
+        for name, param in self.named_parameters():
+            param.name = name
+
+    def _members(self) -> Iterator[tuple[str, Any]]:
+        for name, value in vars(self).items():
+            yield from _flatten(name, value)
+
+    def _walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """Depth-first over members in insertion order: (dotted name, module or parameter),
+        each object once (a shared one under the first name it was found by)."""
+        seen: set[int] = set()
+        stack: list[tuple[str, Any]] = [(prefix, self)]
+        while stack:
+            name, item = stack.pop()
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            yield name, item
+            if isinstance(item, Module):
+                stack.extend(reversed([(_join(name, n), v) for n, v in item._members()]))
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """(dotted name, module) for this module and every sub-module, each once, in order."""
+        return ((n, m) for n, m in self._walk(prefix) if isinstance(m, Module))
+
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter) for every parameter, in insertion order, a shared one once."""
+        return ((n, p) for n, p in self._walk() if isinstance(p, Parameter))
+
+    def parameters(self) -> list[Parameter]:
+        return [p for _, p in self.named_parameters()]
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (dropout active) on this module and every sub-module."""
+        for _, module in self.named_modules():
+            module.training = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def to(self, device: str) -> Module:
+        """Move every parameter (and its grad) to `device`, in place; returns self."""
+        for p in self.parameters():
+            p.data = to_device(p.data, device)
+            if p.grad is not None:
+                p.grad = to_device(p.grad, device)
+        return self
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameter name → a NumPy copy of its data."""
+        return {name: p.numpy() for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Copy arrays into the parameters of the same names.
+
+        Raises (before changing anything) a KeyError naming the missing or unexpected keys when
+        `strict`, and a ShapeError naming a key whose shape differs.
+        """
+        params = dict(self.named_parameters())
+        missing = [n for n in params if n not in state]
+        unexpected = [n for n in state if n not in params]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for name, array in state.items():
+            if name in params and tuple(np.shape(array)) != params[name].shape:
+                raise ShapeError(f"load_state_dict: {name} has shape {tuple(np.shape(array))} in the "
+                                 f"state dict but {params[name].shape} in the model")
+        for name, array in state.items():
+            if name in params:
+                p = params[name]
+                p.data = to_device(np.array(array, dtype=p.dtype), p.device)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}("]
+        for name, value in self._members():
+            if isinstance(value, Module):
+                lines.append(f"  ({name}): " + repr(value).replace("\n", "\n  "))
+            else:
+                lines.append(f"  ({name}): Parameter{value.shape}")
+        return "\n".join(lines) + ")" if len(lines) > 1 else f"{type(self).__name__}()"

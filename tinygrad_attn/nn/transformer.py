@@ -1,0 +1,118 @@
+"""A pre-norm transformer block and a tiny decoder-only language model with greedy decoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..engine import no_grad
+from ..tensor import Tensor
+from .attention import LayerCache, MultiHeadAttention
+from .layers import Dropout, Embedding, LayerNorm, Linear
+from .module import Module
+
+
+class MLP(Module):
+    """fc2(GELU(fc1(x))): the position-wise feed-forward network."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        self.fc1 = Linear(d_model, d_ff)
+        self.fc2 = Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.fc1(x).gelu())
+
+
+class TransformerBlock(Module):
+    """Pre-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)); dropout on both branches."""
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0):
+        self.ln1 = LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.ln2 = LayerNorm(d_model)
+        self.mlp = MLP(d_model, d_ff)
+        self.drop = Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Any = None, is_causal: bool = False,
+                cache: LayerCache | None = None) -> Tensor:
+        x = x + self.drop(self.attn(self.ln1(x), mask=mask, is_causal=is_causal, cache=cache))
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+class TinyTransformer(Module):
+    """A decoder-only transformer: token + position embeddings, causal blocks, a linear head.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model, num_heads, num_layers: width, heads per block, number of blocks.
+        max_len: the longest sequence (positions 0 … max_len − 1 have embeddings).
+        d_ff: hidden width of each MLP (default 4 · d_model).
+        dropout: dropout probability in every block.
+
+    Example:
+        >>> import numpy as np
+        >>> model = TinyTransformer(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=6)
+        >>> model(np.array([[1, 2, 3]])).shape
+        (1, 3, 5)
+        >>> model.generate(np.array([1, 2]), max_new_tokens=3).shape
+        (5,)
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0):
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tok_emb = Embedding(vocab_size, d_model)
+        self.pos_emb = Embedding(max_len, d_model)
+        self.blocks = [TransformerBlock(d_model, num_heads, d_ff or 4 * d_model, dropout)
+                       for _ in range(num_layers)]
+        self.ln_f = LayerNorm(d_model)
+        self.head = Linear(d_model, vocab_size)
+
+    def forward(self, ids: Any) -> Tensor:
+        """Logits (batch, seq, vocab_size) for integer ids (batch, seq); position i sees ids ≤ i."""
+        return self._logits(ids, 0, None)
+
+    def _logits(self, ids: Any, start: int, caches: list[LayerCache] | None) -> Tensor:
+        ids = ids if isinstance(ids, Tensor) else Tensor(ids, device=self.head.weight.device)
+        if ids.ndim != 2:
+            raise ValueError(f"TinyTransformer: ids must be (batch, seq), got shape {ids.shape}")
+        if start + ids.shape[1] > self.max_len:
+            raise ValueError(f"TinyTransformer: sequence of length {start + ids.shape[1]} is longer "
+                             f"than max_len {self.max_len}")
+        positions = np.arange(start, start + ids.shape[1])
+        x = self.tok_emb(ids) + self.pos_emb(positions)                 # (B, T, D)
+        for i, block in enumerate(self.blocks):
+            x = block(x, is_causal=True, cache=None if caches is None else caches[i])
+        return self.head(self.ln_f(x))                                  # (B, T, V)
+
+    def generate(self, ids: Any, max_new_tokens: int) -> Tensor:
+        """Greedy decoding: the prompt followed by `max_new_tokens` argmax tokens.
+
+        `ids` is (batch, seq) or (seq,); the result has the same rank, as an integer Tensor.
+        Each block keeps the keys and values of earlier tokens (a key/value cache), so every new
+        token costs one position, not a recomputation of the whole sequence. Runs without grad
+        and without dropout; raises if the result would be longer than max_len.
+        """
+        prompt = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        single = prompt.ndim == 1
+        prompt = prompt[None] if single else prompt
+        if prompt.shape[1] + max_new_tokens > self.max_len:
+            raise ValueError(f"generate: {prompt.shape[1]} prompt tokens + {max_new_tokens} new "
+                             f"ones exceed max_len {self.max_len}")
+        was_training = self.training
+        self.eval()
+        tokens = [prompt]
+        try:
+            with no_grad():
+                caches = [LayerCache() for _ in self.blocks]
+                logits = self._logits(prompt, 0, caches)
+                for step in range(max_new_tokens):
+                    token = logits.numpy()[:, -1].argmax(axis=-1)[:, None]  # (B, 1)
+                    tokens.append(token)
+                    if step + 1 < max_new_tokens:
+                        logits = self._logits(token, prompt.shape[1] + step, caches)
+        finally:
+            self.train(was_training)
+        out = np.concatenate(tokens, axis=1)
+        return Tensor(out[0] if single else out)
