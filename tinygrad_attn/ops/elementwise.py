@@ -270,7 +270,7 @@ class Gelu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        t = ctx.xp.tanh(_GELU_C * (x + 0.044715 * x ** 3))
+        t = ctx.xp.tanh(_GELU_C * x * (1 + 0.044715 * x * x))  # x * x * x: far faster than x ** 3
         ctx.save(x=x, t=t)
         return 0.5 * x * (1 + t)
 
