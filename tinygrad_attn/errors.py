@@ -15,3 +15,7 @@ class GradcheckError(AssertionError):
 
 class AnomalyError(FloatingPointError):
     """Under ``detect_anomaly()``, an op produced NaN or Inf in its output or a gradient."""
+
+
+class CheckpointError(ValueError):
+    """A file is not a readable tinygrad_attn checkpoint (truncated, foreign or corrupt)."""

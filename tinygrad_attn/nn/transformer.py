@@ -35,9 +35,14 @@ class TransformerBlock(Module):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Any = None, is_causal: bool = False,
-                cache: LayerCache | None = None) -> Tensor:
-        x = x + self.drop(self.attn(self.ln1(x), mask=mask, is_causal=is_causal, cache=cache))
-        return x + self.drop(self.mlp(self.ln2(x)))
+                cache: LayerCache | None = None, return_weights: bool = False) -> Any:
+        """The block's output, or (output, attention weights) with `return_weights`."""
+        attended = self.attn(self.ln1(x), mask=mask, is_causal=is_causal, cache=cache,
+                             return_weights=return_weights)
+        attended, weights = attended if return_weights else (attended, None)
+        x = x + self.drop(attended)
+        x = x + self.drop(self.mlp(self.ln2(x)))
+        return (x, weights) if return_weights else x
 
 
 class TinyTransformer(Module):
@@ -73,7 +78,15 @@ class TinyTransformer(Module):
         """Logits (batch, seq, vocab_size) for integer ids (batch, seq); position i sees ids ≤ i."""
         return self._logits(ids, 0, None)
 
-    def _logits(self, ids: Any, start: int, caches: list[LayerCache] | None) -> Tensor:
+    def attention_maps(self, ids: Any) -> list[Tensor]:
+        """The attention weights of every block for `ids` (batch, seq), each (batch, heads, seq, seq)."""
+        maps: list[Tensor] = []
+        with no_grad():
+            self._logits(ids, 0, None, maps)
+        return maps
+
+    def _logits(self, ids: Any, start: int, caches: list[LayerCache] | None,
+                maps: list[Tensor] | None = None) -> Tensor:
         ids = ids if isinstance(ids, Tensor) else Tensor(ids, device=self.head.weight.device)
         if ids.ndim != 2:
             raise ValueError(f"TinyTransformer: ids must be (batch, seq), got shape {ids.shape}")
@@ -83,7 +96,11 @@ class TinyTransformer(Module):
         positions = np.arange(start, start + ids.shape[1])
         x = self.tok_emb(ids) + self.pos_emb(positions)                 # (B, T, D)
         for i, block in enumerate(self.blocks):
-            x = block(x, is_causal=True, cache=None if caches is None else caches[i])
+            x = block(x, is_causal=True, cache=None if caches is None else caches[i],
+                      return_weights=maps is not None)
+            if maps is not None:
+                x, weights = x
+                maps.append(weights)
         return self.head(self.ln_f(x))                                  # (B, T, V)
 
     def generate(self, ids: Any, max_new_tokens: int) -> Tensor:

@@ -1,0 +1,60 @@
+"""Checkpoints: NumPy arrays plus JSON metadata in one .npz, written atomically, read safely.
+
+A checkpoint is written to a temporary file in the same folder and renamed over the target
+(``os.replace``), so a crash never leaves a half-written file. It is read with
+``allow_pickle=False``, so loading never executes code from the file; the metadata is JSON stored
+as a byte array.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import CheckpointError
+
+FORMAT = "tinygrad_attn-checkpoint-1"
+_META = "__meta__"
+
+
+def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Path:
+    """Write `arrays` and the JSON-serialisable `meta` to `path` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = np.frombuffer(json.dumps({"format": FORMAT, **meta}).encode(), dtype=np.uint8)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays, **{_META: blob})
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(arrays, meta) from a checkpoint; CheckpointError if it is missing, truncated or foreign."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        raise CheckpointError(f"{path}: not a readable tinygrad_attn checkpoint ({e})") from None
+    try:
+        meta = json.loads(arrays.pop(_META).tobytes().decode())
+    except (KeyError, ValueError, UnicodeDecodeError):
+        meta = {}
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a tinygrad_attn checkpoint (no {FORMAT} metadata)")
+    return arrays, meta

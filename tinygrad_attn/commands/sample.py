@@ -1,0 +1,40 @@
+"""``tinygrad-attn sample CHECKPOINT "3 1 2"``: the trained model's answer for one input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import CheckpointError
+from ..tasks import decode, get_task
+from ..train import answer
+from .train import load_run
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        state, config = load_run(args.checkpoint)
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    task = get_task(config.task)
+    try:
+        prompt = task.parse(args.input)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    state.model.eval()
+    predicted = answer(state.model, task, [prompt])[0]
+    expected = task.solve(prompt)
+    print(f"{decode(prompt)}  →  {decode(predicted)}")
+    if predicted != expected:
+        print(f"(the right answer is {decode(expected)})")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sample", help="print a trained model's answer for an input",
+                                   description=__doc__)
+    parser.add_argument("checkpoint", help="a checkpoint.npz written by `tinygrad-attn train`")
+    parser.add_argument("input", help="digits like \"3 1 2\" (copy, reverse, sort) or \"42 + 199\" (add)")
+    parser.set_defaults(run=run)

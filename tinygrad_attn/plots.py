@@ -1,0 +1,69 @@
+"""PNG figures of a run: the loss curve and a grid of attention heatmaps (layer × head).
+
+matplotlib is imported inside each function with the Agg backend, so importing this module is
+cheap and plotting needs no display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def loss_curve(losses: Sequence[float], path: str | Path, title: str = "training loss") -> Path:
+    """Per-step loss (faint) and its 50-step moving average, log-scaled, saved as a PNG."""
+    plt = _pyplot()
+    losses = np.asarray(losses, dtype=float)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.3, label="per step")
+    window = min(50, len(losses))
+    if window > 1:
+        smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+        ax.plot(np.arange(window, len(losses) + 1), smooth, label=f"mean of {window}")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy on answer tokens")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def attention_grid(maps: Sequence[np.ndarray], tokens: Sequence[str], path: str | Path,
+                   title: str = "") -> Path:
+    """One heatmap per (layer, head): rows are queries, columns keys, labelled with `tokens`.
+
+    Args:
+        maps: one array (heads, seq, seq) per layer.
+        tokens: the `seq` input tokens, as text.
+        path: where to save the PNG.
+    """
+    plt = _pyplot()
+    layers, heads = len(maps), maps[0].shape[0]
+    fig, axes = plt.subplots(layers, heads, figsize=(2.6 * heads, 2.6 * layers), squeeze=False)
+    for layer, weights in enumerate(maps):
+        for head in range(heads):
+            ax = axes[layer][head]
+            ax.imshow(weights[head], cmap="viridis", vmin=0, vmax=1)
+            ax.set_xticks(range(len(tokens)), tokens, fontsize=6)
+            ax.set_yticks(range(len(tokens)), tokens, fontsize=6)
+            ax.set_title(f"layer {layer} head {head}", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
