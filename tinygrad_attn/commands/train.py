@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import checkpoint, plots
+from ..errors import CheckpointError
 from ..tasks import TASKS, decode, get_task
 from ..train import (
     TrainConfig,
@@ -69,7 +70,11 @@ def run(args: argparse.Namespace) -> int:
                  if getattr(args, field) is not None}
     if args.resume:
         resume = Path(args.resume)
-        state, config = load_run(resume / "checkpoint.npz" if resume.is_dir() else resume)
+        try:
+            state, config = load_run(resume / "checkpoint.npz" if resume.is_dir() else resume)
+        except CheckpointError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         if config.task != args.task:
             print(f"error: {resume} is a {config.task!r} checkpoint, not {args.task!r}", file=sys.stderr)
             return 2
@@ -117,10 +122,11 @@ def run(args: argparse.Namespace) -> int:
                "losses": state.losses}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     plots.loss_curve(state.losses, out / "loss.png", f"{task.name}: training loss")
-    example = held_out[0] + task.solve(held_out[0])
+    shown = max(held_out, key=len)
+    example = shown + task.solve(shown)
     maps = [m.numpy()[0] for m in state.model.attention_maps(np.array([example[:-1]]))]
     plots.attention_grid(maps, decode(example[:-1]).split(), out / "attention.png",
-                         f"{task.name}: attention on held-out '{decode(held_out[0])}'")
+                         f"{task.name}: attention on held-out '{decode(shown)}'")
     print(f"{task.name}: held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences "
           f"after {state.step} steps ({seconds:.1f} s); wrote {out}/")
     return 0

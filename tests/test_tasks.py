@@ -1,0 +1,56 @@
+"""Toy tasks: encodings, answer-only targets, a held-out set training never sees."""
+
+import numpy as np
+import pytest
+
+from tinygrad_attn.tasks import END, IGNORE, SEP, TASKS, decode, get_task, is_held_out
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_targets_are_the_answer_tokens_only(name):
+    task = get_task(name)
+    ids, targets = task.batch(np.random.default_rng(0), 32)
+    assert ids.shape == targets.shape == (32, task.seq_len)
+    for row_ids, row_targets in zip(ids, targets):
+        counted = row_targets != IGNORE
+        start = int(np.argmax(counted))
+        prompt = row_ids[:start + 1].tolist()
+        assert row_targets[counted].tolist() == task.solve(prompt)
+        assert not is_held_out(prompt)
+        assert row_targets[counted][-1] == END
+
+
+def test_solutions():
+    assert get_task("copy").solve([3, 1, 2, SEP]) == [3, 1, 2, END]
+    assert get_task("reverse").solve([3, 1, 2, SEP]) == [2, 1, 3, END]
+    assert get_task("sort").solve([3, 1, 2, SEP]) == [1, 2, 3, END]
+    add = get_task("add")
+    assert decode(add.parse("42 + 199")) == "0 4 2 + 1 9 9 ="
+    assert add.solve(add.parse("42 + 199")) == [1, 4, 2, 0, END]   # 241, least significant first
+    assert add.solve(add.parse("999+999")) == [8, 9, 9, 1, END]
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_held_out_set_is_fixed_distinct_and_never_trained_on(name):
+    task = get_task(name)
+    held = task.held_out(200)
+    assert held == task.held_out(200) and len({tuple(p) for p in held}) == 200
+    assert all(is_held_out(p) for p in held)
+    rng = np.random.default_rng(1)
+    trained = set()
+    for _ in range(20):
+        ids, targets = task.batch(rng, 64)
+        for row_ids, row_targets in zip(ids, targets):
+            trained.add(tuple(row_ids[:int(np.argmax(row_targets != IGNORE)) + 1]))
+    assert trained.isdisjoint(tuple(p) for p in held)
+
+
+def test_parse_errors_and_unknown_task():
+    with pytest.raises(ValueError, match="single digits"):
+        get_task("reverse").parse("12 3")
+    with pytest.raises(ValueError, match="at most 8 digits"):
+        get_task("sort").parse("1 2 3 4 5 6 7 8 9")
+    with pytest.raises(ValueError, match="add: expected 'a \\+ b'"):
+        get_task("add").parse("1234 + 1")
+    with pytest.raises(ValueError, match="unknown task 'rot13'"):
+        get_task("rot13")
