@@ -217,6 +217,11 @@ def _user_site() -> tuple[str, int] | None:
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
+def scope_name(scope: Any) -> str | None:
+    """A node's module for messages: its dotted path, or its class name for the root module."""
+    return None if scope is None else getattr(scope, "path", None) or type(scope).__name__
+
+
 def _current_scope() -> Any:
     return _State.scopes[-1] if _State.scopes else None
 
@@ -225,7 +230,7 @@ def _where(scope: Any, inputs: tuple, site: tuple[str, int] | None) -> str:
     """Where an op sits, for anomaly messages: its module, its named inputs, its user line."""
     parts = []
     if scope is not None:
-        parts.append(f"in module {getattr(scope, 'path', None) or type(scope).__name__}")
+        parts.append(f"in module {scope_name(scope)}")
     names = [t.name for t in inputs if t is not None and t.name]
     if names:
         parts.append(f"inputs {', '.join(names)}")

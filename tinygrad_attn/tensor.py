@@ -125,21 +125,24 @@ class Tensor:
         `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
         calling backward again accumulates again (zero the grads in between to start afresh).
         """
+        for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
+            pass
+
+    def _seed_grad(self, grad: Any, caller: str) -> Any:
+        """The gradient that starts a backward pass from this tensor, checked."""
         if not self.requires_grad:
-            raise RuntimeError("backward: this tensor does not require grad and has no graph")
+            raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
         if grad is None:
             if self.data.size != 1:
-                raise RuntimeError(f"backward: a tensor of shape {self.shape} needs an explicit "
+                raise RuntimeError(f"{caller}: a tensor of shape {self.shape} needs an explicit "
                                    "grad of the same shape; only a single element defaults to 1")
-            grad = xp_for(self.device).ones(self.data.shape, dtype=self.dtype)
-        else:
-            grad = grad.data if isinstance(grad, Tensor) else grad
-            grad = xp_for(self.device).asarray(grad, dtype=self.dtype)
-            if grad.shape != self.data.shape:
-                raise ShapeError(f"backward: grad has shape {tuple(grad.shape)} but the tensor "
-                                 f"has shape {self.shape}")
-        for _ in engine.backward_steps(self, grad):
-            pass
+            return xp_for(self.device).ones(self.data.shape, dtype=self.dtype)
+        grad = grad.data if isinstance(grad, Tensor) else grad
+        grad = xp_for(self.device).asarray(grad, dtype=self.dtype)
+        if grad.shape != self.data.shape:
+            raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
+                             f"has shape {self.shape}")
+        return grad
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the data (also for a tensor on the GPU)."""

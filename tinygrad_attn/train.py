@@ -26,7 +26,7 @@ class TrainConfig:
     """Everything that decides a run; the defaults reach the targets in README.md."""
 
     task: str = "reverse"
-    steps: int = 1500
+    steps: int = 2000
     batch_size: int = 64
     lr: float = 3e-3
     warmup: int = 100

@@ -1,0 +1,42 @@
+"""``tinygrad-attn graph``: draw the forward and backward graph of an example as SVG or PNG.
+
+The example's loss is backpropagated first, so each tensor's record shows its gradient norm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .. import nn, viz
+from ..demos import DEMOS
+
+COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.TransformerBlock, nn.MLP,
+                                             nn.Linear, nn.LayerNorm, nn.Embedding)}
+
+
+def run(args: argparse.Namespace) -> int:
+    loss, _ = DEMOS[args.example]()
+    loss.backward()
+    collapse = [COLLAPSIBLE[name] for name in args.collapse] or None
+    start = time.perf_counter()
+    path = viz.render(loss, args.out, show_grads=not args.no_grads, collapse=collapse)
+    source = viz.draw_graph(loss, collapse=collapse).source
+    print(f"wrote {path}: {len(viz.ops_in(source))} op nodes, {source.count(' -> ')} edges, "
+          f"rendered in {time.perf_counter() - start:.2f} s")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    examples = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in DEMOS.items())
+    parser = subparsers.add_parser("graph", help="draw an example's computation graph",
+                                   description=__doc__, epilog=f"examples:\n{examples}",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", choices=list(DEMOS), default="mha",
+                        help="which graph to draw (default mha)")
+    parser.add_argument("--out", default="graph.svg", help="output file, .svg or .png (default graph.svg)")
+    parser.add_argument("--collapse", nargs="*", default=[], choices=sorted(COLLAPSIBLE),
+                        metavar="MODULE", help=f"module classes drawn as one node each: "
+                        f"{', '.join(sorted(COLLAPSIBLE))}")
+    parser.add_argument("--no-grads", action="store_true", help="leave gradient norms out")
+    parser.set_defaults(run=run)
