@@ -185,7 +185,8 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) 
     if grad.dtype != parent.dtype:
         grad = grad.astype(parent.dtype)
     if _State.anomaly and not _is_finite(node.ctx.xp, grad):
-        raise AnomalyError(f"{node.op.name}: backward gradient for input {index} "
+        label = f"input {index}" + (f" ({parent.name})" if parent.name else "")
+        raise AnomalyError(f"{node.op.name}: backward gradient for {label} "
                            f"{tuple(grad.shape)} holds NaN or Inf"
                            f"{_where(node.scope, node.parents, node.site)}")
     return grad
