@@ -42,9 +42,17 @@ def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
         raise ShapeError(f"{op}: mask of shape {mask.shape} does not broadcast to {tuple(shape)}")
     if mask.dtype == np.bool_:
         return mask, None
-    if mask.dtype.kind not in "fiu":
-        raise TypeError(f"{op}: mask must be boolean or float, got dtype {mask.dtype}")
+    if mask.dtype.kind != "f":
+        # An integer 0/1 mask would be added to the logits, not select them: refuse the guess.
+        raise TypeError(f"{op}: mask must be boolean (True = takes part) or float (added to the "
+                        f"logits), got dtype {mask.dtype}")
     return None, Tensor(mask.data, dtype=like.dtype, device=like.device)
+
+
+def _check_float(op: str, name: str, x: Tensor) -> None:
+    # Integer logits would turn a −inf mask into garbage (or an OverflowError) deep in the op.
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: {name} must be a float tensor, got dtype {x.dtype}")
 
 
 def _axis(op: str, axis: int, ndim: int) -> int:
@@ -57,13 +65,17 @@ def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """Probabilities along `axis`: exp(z − max z) / Σ exp(z − max z), z the masked logits.
 
     Args:
-        x: logits.
+        x: logits, any float dtype.
         axis: the axis that sums to 1.
         mask: boolean (True = the position takes part) or float (added to `x`), broadcastable
             to `x`; a NumPy or CuPy array or a Tensor; never differentiated.
 
     Returns:
-        A tensor shaped like `x`. Masked positions are 0; a fully masked row is all zeros.
+        A tensor shaped like `x`. Masked positions are exactly 0; a fully masked row is all zeros
+        and gets a zero gradient (never NaN).
+
+    Shapes:
+        x `(...)`, mask broadcastable to `x.shape`, result `x.shape`.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -71,6 +83,7 @@ def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
         >>> p.numpy().round(4)
         array([[0.2689, 0.7311, 0.    ]], dtype=float32)
     """
+    _check_float("softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "softmax")
     return engine.apply(softmax_ops.Softmax, x, keep, bias, axis=_axis("softmax", axis, x.ndim))
 
@@ -79,18 +92,23 @@ def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """Log-probabilities along `axis`: z − max z − log Σ exp(z − max z).
 
     Args:
-        x: logits.
+        x: logits, any float dtype.
         axis: the axis normalised over.
         mask: as in ``softmax``.
 
     Returns:
-        A tensor shaped like `x`; −inf at masked positions, 0 across a fully masked row.
+        A tensor shaped like `x`; −inf at masked positions, 0 across a fully masked row (by
+        definition, with a zero gradient: there is no distribution to take the log of).
+
+    Shapes:
+        x `(...)`, mask broadcastable to `x.shape`, result `x.shape`.
 
     Example:
         >>> import tinygrad_attn as ta
         >>> log_softmax(ta.Tensor([0.0, 0.0])).numpy().round(4)
         array([-0.6931, -0.6931], dtype=float32)
     """
+    _check_float("log_softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "log_softmax")
     return engine.apply(softmax_ops.LogSoftmax, x, keep, bias,
                         axis=_axis("log_softmax", axis, x.ndim))
@@ -101,13 +119,23 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
     """−log softmax(logits)[target], reduced.
 
     Args:
-        logits: `(..., C)` unnormalised scores.
-        targets: integer class ids `(...)` in [0, C), or `ignore_index`.
-        ignore_index: a target value whose positions count for nothing.
-        reduction: "mean" (over the targets not ignored; 0 if all are), "sum" or "none".
+        logits: unnormalised scores, classes on the last axis.
+        targets: integer class ids in [0, C), or `ignore_index`; an array, list or Tensor.
+        ignore_index: a target value whose positions count for nothing (loss and gradient 0).
+        reduction: "mean" (over the targets not ignored; if every target is ignored the mean is
+            defined as 0, with a zero gradient), "sum" or "none".
 
     Returns:
-        A scalar, or the per-position losses `(...)` for "none" (0 where ignored).
+        A scalar, or the per-position losses for "none" (0 where ignored).
+
+    Raises:
+        ShapeError: `targets.shape` is not `logits.shape[:-1]`.
+        TypeError: targets are not integers.
+        ValueError: a target outside [0, C) that is not `ignore_index` (the message names it),
+            or an unknown reduction.
+
+    Shapes:
+        logits `(..., C)`, targets `(...)`, result `()` or `(...)` for "none".
 
     Example:
         >>> import tinygrad_attn as ta
@@ -117,6 +145,7 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _check_float("cross_entropy", "logits", logits)
     targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=logits.device)
     if targets.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy: targets must be integers, got dtype {targets.dtype}")
@@ -140,11 +169,24 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
                eps: float = 1e-5) -> Tensor:
     """(x − μ)/√(σ² + eps) ⊙ weight + bias, μ and σ² (population) over the last axis.
 
+    Args:
+        x: the input; each vector along the last axis is normalised on its own.
+        weight: per-feature scale, or None for 1.
+        bias: per-feature shift, or None for 0.
+        eps: added to the variance, so a constant vector gives 0 instead of 0/0.
+
+    Returns:
+        A tensor shaped like `x`.
+
+    Shapes:
+        x `(..., D)`, weight and bias `(D,)`, result `(..., D)`.
+
     Example:
         >>> import tinygrad_attn as ta
         >>> layer_norm(ta.Tensor([[1.0, 3.0]])).numpy().round(3)
         array([[-1.,  1.]], dtype=float32)
     """
+    _check_float("layer_norm", "x", x)
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != x.shape[-1:]:
             raise ShapeError(f"layer_norm: {name} of shape {p.shape} does not match the last "
@@ -153,12 +195,42 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise."""
+    """max(x, 0) elementwise (``Tensor.relu``; its gradient at 0 is taken as 0).
+
+    Args:
+        x: any tensor.
+
+    Returns:
+        A tensor shaped like `x`.
+
+    Shapes:
+        x `(...)`, result `x.shape`.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
+        array([0., 0., 2.], dtype=float32)
+    """
     return x.relu()
 
 
 def gelu(x: Tensor) -> Tensor:
-    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
+    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (``Tensor.gelu``).
+
+    Args:
+        x: any float tensor.
+
+    Returns:
+        A tensor shaped like `x`.
+
+    Shapes:
+        x `(...)`, result `x.shape`.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+        array([-0.1588,  0.    ,  0.8412], dtype=float32)
+    """
     return x.gelu()
 
 
@@ -166,7 +238,23 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p).
 
     The identity when not training or p = 0. The mask comes from the library's generator, so
-    ``ta.manual_seed`` makes it repeatable.
+    ``ta.manual_seed`` makes it repeatable; it is drawn with NumPy and moved to `x`'s device.
+    The op itself (``dropout``) takes the keep-mask as an input, so it can be gradient-checked
+    with a fixed mask.
+
+    Args:
+        x: any float tensor.
+        p: the probability of zeroing an element, in [0, 1).
+        training: False makes this the identity (evaluation).
+
+    Returns:
+        A tensor shaped like `x` (`x` itself when it is the identity).
+
+    Raises:
+        ValueError: p outside [0, 1) (the message names p).
+
+    Shapes:
+        x `(...)`, result `x.shape`.
 
     Example:
         >>> import tinygrad_attn as ta

@@ -35,7 +35,9 @@ class CrossEntropy(Op):
         counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
         safe = xp.where(counted, targets, 0)[..., None]                       # (..., 1)
         picked = xp.take_along_axis(logits, safe, axis=-1)[..., 0]
-        losses = (m[..., 0] + xp.log(s[..., 0]) - picked) * counted           # −log p[target]
+        # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
+        # row with −inf logits stays 0 instead of 0 · inf = NaN.
+        losses = xp.where(counted, m[..., 0] + xp.log(s[..., 0]) - picked, 0)
         ctx.n_counted = int(counted.sum())
         ctx.save(probs=probs, safe=safe, counted=counted)
         if reduction == "none":

@@ -15,7 +15,8 @@ class LayerNorm(Op):
                "dw = Σ dy ⊙ x̂", "db = Σ dy")
     cases = (Case((3, 5), (5,), (5,), params={"eps": 1e-5}),
              Case((2, 3, 4), None, None, params={"eps": 1e-5}),
-             Case((2, 4), (4,), None, params={"eps": 0.1}))
+             Case((2, 4), (4,), None, params={"eps": 0.1}),
+             Case((3, 1, 4), None, (4,), params={"eps": 1e-5}))
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):

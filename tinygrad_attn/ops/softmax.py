@@ -16,12 +16,16 @@ _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
                         [True, True, True, True]])
 _FLOAT_MASK = np.array([[0.0, -1.0, 2.0, -np.inf]])
+_FLOAT_ROW_MASKED = np.array([[0.5, -np.inf, 0.0, 1.0], [-np.inf] * 4, [0.0, 0.0, -3.0, 0.0]])
 _MASK_CASES = (Case((3, 4), None, None, params={"axis": 1}),
                Case((4, 4), _CAUSAL, None, params={"axis": 1}),
                Case((3, 4), _ROW_MASKED, None, params={"axis": 1}),
                Case((3, 4), None, _FLOAT_MASK, params={"axis": 1}),
+               Case((3, 4), None, _FLOAT_ROW_MASKED, params={"axis": 1}),
                Case((2, 3, 4), _ROW_MASKED, _FLOAT_MASK, params={"axis": 2}),
-               Case((4, 3), None, None, params={"axis": 0}))
+               Case((4, 3), None, None, params={"axis": 0}),
+               Case((4, 4), _CAUSAL, None, params={"axis": 0}),
+               Case((4, 3, 2), _ROW_MASKED.T[:, :, None], None, params={"axis": 0}))
 
 
 def masked_logits(xp, x, keep, bias):
@@ -65,8 +69,8 @@ class Softmax(Op):
     def backward(ctx, grad):
         """Jacobian-vector product: ∂yᵢ/∂xⱼ = yᵢ(δᵢⱼ − yⱼ), so dx = y ⊙ (dy − ⟨dy, y⟩).
 
-        Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros,
-        never NaN (y = 0 there, so dx = 0).
+        Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
+        Both follow from y = 0 there: dx = 0 · (…) = 0.
         """
         y = ctx.saved["y"]
         return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None, None
@@ -96,9 +100,9 @@ class LogSoftmax(Op):
     def backward(ctx, grad):
         """∂yᵢ/∂xⱼ = δᵢⱼ − pⱼ, so dx = dy − p ⊙ Σ dy, the sum over the positions taking part.
 
-        Masked positions get probability 0 and gradient 0 (their output is the constant −inf);
-        a fully masked row outputs zeros, never NaN, and gets gradient 0.
+        Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
+        Here a masked output is the constant −inf, so its dy is dropped before the sum.
         """
         probs, alive = ctx.saved["probs"], ctx.saved["alive"]
-        grad = grad * alive
+        grad = ctx.xp.where(alive, grad, 0)       # not grad · alive: dy may be ±inf where masked
         return grad - probs * grad.sum(axis=ctx.axis, keepdims=True), None, None
