@@ -1,0 +1,83 @@
+"""F.relu, F.gelu and F.dropout against NumPy, dropout's seeding, scaling and errors, and the
+documentation every public F function of this module owes its reader."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import engine
+from tinygrad_attn import functional as F
+from tinygrad_attn.ops.dropout import Dropout
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def test_relu_and_gelu_match_numpy(rng):
+    x = rng.standard_normal((3, 5))
+    dy = rng.standard_normal((3, 5))
+    t = ta.Tensor(x, requires_grad=True)
+    F.relu(t).backward(dy)
+    np.testing.assert_array_equal(F.relu(t).data, np.maximum(x, 0))
+    np.testing.assert_array_equal(t.grad, dy * (x > 0))
+
+    c = math.sqrt(2 / math.pi)
+    u = c * (x + 0.044715 * x**3)
+    t.zero_grad()
+    F.gelu(t).backward(dy)
+    np.testing.assert_allclose(F.gelu(t).data, 0.5 * x * (1 + np.tanh(u)), rtol=1e-12)
+    du = c * (1 + 3 * 0.044715 * x**2)
+    np.testing.assert_allclose(t.grad, dy * (0.5 * (1 + np.tanh(u))
+                                             + 0.5 * x * (1 - np.tanh(u) ** 2) * du), rtol=1e-10)
+
+
+def test_dropout_is_inverted_and_repeatable_under_manual_seed():
+    x = ta.Tensor(np.ones((200, 50)), requires_grad=True)
+    ta.manual_seed(1)
+    y = F.dropout(x, 0.25)
+    ta.manual_seed(1)
+    np.testing.assert_array_equal(F.dropout(x, 0.25).data, y.data)
+    assert not np.array_equal(F.dropout(x, 0.25).data, y.data)        # the generator moved on
+    assert y.op == "dropout" and set(np.unique(y.data)) == {0.0, 1 / 0.75}
+    assert abs((y.data == 0).mean() - 0.25) < 0.02                      # 10,000 draws: σ ≈ 0.004
+    assert abs(y.data.mean() - 1.0) < 0.03                              # E[y] = x
+    dy = np.random.default_rng(0).standard_normal((200, 50))
+    y.backward(dy)
+    np.testing.assert_allclose(x.grad, dy * y.data)                     # the same mask and scale
+
+
+def test_dropout_identity_cases_and_dtype():
+    x = ta.Tensor(np.ones((3, 4), np.float32), requires_grad=True)
+    assert F.dropout(x, 0.5, training=False) is x and F.dropout(x, 0.0) is x
+    assert F.dropout(x, 0.5).dtype == np.float32
+
+
+@pytest.mark.parametrize("p", [1.0, -0.1, 1.5, float("nan")])
+def test_dropout_rejects_p_outside_unit_interval(p):
+    with pytest.raises(ValueError, match=rf"dropout: p must be in \[0, 1\), got {p}"):
+        F.dropout(ta.ones(3), p)
+    with pytest.raises(ValueError, match=r"dropout: p must be in \[0, 1\)"):
+        F.dropout(ta.ones(3), p, training=False)                        # checked even in eval
+
+
+def test_dropout_op_with_a_fixed_mask_gradchecks(rng):
+    keep = ta.Tensor(rng.random((4, 5)) > 0.3)
+    x = ta.Tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    y = engine.apply(Dropout, x, keep, p=0.3)
+    np.testing.assert_allclose(y.data, x.data * keep.data / 0.7)
+    assert ta.gradcheck(lambda t: engine.apply(Dropout, t, keep, p=0.3), [x])
+
+
+def test_dropout_mask_lives_on_the_input_device(device):
+    x = ta.Tensor(np.ones((8, 8)), device=device)
+    y = F.dropout(x, 0.5)
+    assert y.device == device and set(np.unique(y.numpy())) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "cross_entropy", "layer_norm", "relu",
+                                  "gelu", "dropout"])
+def test_public_functions_are_documented(name):
+    doc = getattr(F, name).__doc__
+    for section in ("Args:", "Returns:", "Shapes:", ">>> "):
+        assert section in doc, f"F.{name} docstring lacks {section!r}"
