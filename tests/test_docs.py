@@ -17,9 +17,20 @@ def test_pages_with_code_exist():
             "flash_attention.md", "stepper.md", "architecture.md"} <= names
 
 
+def python_blocks(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_block_checks_something(page):
+    """A block that only runs proves little: each must assert a value."""
+    for i, block in enumerate(python_blocks(page)):
+        assert "assert " in block, f"{page.name} block {i} has no assert"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_code_blocks_run(page, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    blocks = python_blocks(page)
     namespace: dict = {}
     for i, block in enumerate(blocks):
         exec(compile(block, f"{page.name} block {i}", "exec"), namespace)
