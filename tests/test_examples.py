@@ -22,6 +22,13 @@ def test_readme_example_computes_the_stated_gradients(capsys):
     assert "dx = dy ⊙ (1 − y²)" in capsys.readouterr().out
 
 
+def test_every_readme_python_block_runs():
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert len(blocks) >= 2
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"README.md block {i}", "exec"), {})
+
+
 def test_backprop_by_hand_example():
     out = subprocess.run([sys.executable, str(ROOT / "examples/01_backprop_by_hand.py")],
                          capture_output=True, text=True, check=True).stdout

@@ -106,18 +106,18 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
         members.setdefault(path or "", []).append((node_id, attrs))
 
     edges: list[tuple[str, str]] = []
+    drawn_folds: set[str] = set()
     for x in tensors:
         tid, path = ids[id(x)], _tensor_path(x)
         target = owner(path)
         if target is not None:
             tid = f"m_{target}"
-            if (tid, None) not in [(n, None) for n, _ in members.get(target, [])]:
+            if tid not in drawn_folds:
+                drawn_folds.add(tid)
                 module = modules[target]
-                parent = target.rsplit(".", 1)[0] if "." in target else ""
-                place(parent if target else None, tid, {
+                place(target.rsplit(".", 1)[0] if "." in target else None, tid, {
                     "label": f"{type(module).__name__}\\n{target or '(root)'}", "shape": "box3d",
                     "style": "filled", "fillcolor": "lavender"})
-                members.setdefault(target, [])
             ids[id(x)] = tid
             continue
         grad = x.grad if x._node is None else x._node.grad
