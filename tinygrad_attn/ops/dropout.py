@@ -14,7 +14,8 @@ class Dropout(Op):
 
     name = "dropout"
     formula = ("dx = dy ⊙ keep / (1 − p)", "keep: not differentiable")
-    cases = (Case((3, 4), np.array([[True, False, True, True]] * 3), params={"p": 0.25}),)
+    cases = (Case((3, 4), np.array([[True, False, True, True]] * 3), params={"p": 0.25}),
+             Case((2, 3, 2), np.arange(12).reshape(2, 3, 2) % 3 > 0, params={"p": 0.5}))
 
     @staticmethod
     def forward(ctx, x, keep, *, p):

@@ -39,6 +39,9 @@ def masked_logits(xp, x, keep, bias):
 def masked_softmax(xp, x, keep, bias, axis):
     """Softmax of the masked logits along `axis`: (probs, row max m, row sum s of exp(z − m)).
 
+    m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
+    and log-softmax is z − m − log s there. Attention uses this same helper, so one rule holds.
+
     The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
     with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
     part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
