@@ -130,7 +130,7 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
 
     Raises:
         ShapeError: `targets.shape` is not `logits.shape[:-1]`.
-        TypeError: targets are not integers.
+        TypeError: targets are not integers, or logits are not floats.
         ValueError: a target outside [0, C) that is not `ignore_index` (the message names it),
             or an unknown reduction.
 
