@@ -51,8 +51,7 @@ class CrossEntropy(Op):
         divides by the number counted (a mean over no counted target is 0, with gradient 0)."""
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
-        one_hot = xp.zeros_like(probs)
-        xp.put_along_axis(one_hot, safe, 1, axis=-1)
+        one_hot = xp.arange(probs.shape[-1]) == safe                         # (..., C)
         if ctx.reduction == "mean":
             grad = grad / max(ctx.n_counted, 1)
         scale = (grad[..., None] if ctx.reduction == "none" else grad) * counted[..., None]
