@@ -5,6 +5,28 @@ list prompt), "." (13, ends an answer) and "_" (14, padding). A sequence is a pr
 its answer; the model learns next-token prediction, and the loss counts only the answer tokens
 (every other target is ``IGNORE``). A fixed 5% of all prompts (chosen by a CRC32 hash) is held
 out: training batches never contain them, and accuracy is measured on them.
+
+The four tasks, each with one encoded example (prompt → answer, then the ids):
+
+- ``copy``: a list of 1-8 digits, repeated: ``3 1 4 |  →  3 1 4 .`` is ids
+  ``[3, 1, 4, 12] → [3, 1, 4, 13]``.
+- ``reverse``: the list backwards: ``3 1 4 |  →  4 1 3 .`` is ``[3, 1, 4, 12] → [4, 1, 3, 13]``.
+- ``sort``: the list in ascending order: ``3 1 4 |  →  1 3 4 .`` is
+  ``[3, 1, 4, 12] → [1, 3, 4, 13]``.
+- ``add``: two zero-padded 3-digit numbers and their 4-digit sum, least significant digit first:
+  42 + 199 = 241 is ``0 4 2 + 1 9 9 =  →  1 4 2 0 .``, ids
+  ``[0, 4, 2, 10, 1, 9, 9, 11] → [1, 4, 2, 0, 13]``.
+
+A training pair is the whole sequence shifted by one: ``ids = seq[:-1]``, ``targets = seq[1:]``
+with every target before the answer (and every padding target) set to ``IGNORE``.
+
+Example:
+    >>> task = get_task("reverse")
+    >>> prompt = task.parse("3 1 4")
+    >>> prompt, task.solve(prompt)
+    ([3, 1, 4, 12], [4, 1, 3, 13])
+    >>> get_task("add").solve(get_task("add").parse("42 + 199"))
+    [1, 4, 2, 0, 13]
 """
 
 from __future__ import annotations

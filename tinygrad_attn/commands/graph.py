@@ -6,6 +6,7 @@ The example's loss is backpropagated first, so each tensor's record shows its gr
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 from .. import nn, viz
@@ -21,9 +22,11 @@ def run(args: argparse.Namespace) -> int:
     collapse = [COLLAPSIBLE[name] for name in args.collapse] or None
     start = time.perf_counter()
     path = viz.render(loss, args.out, show_grads=not args.no_grads, collapse=collapse)
+    seconds = time.perf_counter() - start
     source = viz.draw_graph(loss, collapse=collapse).source
-    print(f"wrote {path}: {len(viz.ops_in(source))} op nodes, {source.count(' -> ')} edges, "
-          f"rendered in {time.perf_counter() - start:.2f} s")
+    nodes = len(re.findall(r"^\t+(\w+|\"[^\"]+\") \[label=", source, re.M))
+    print(f"wrote {path}: {nodes} nodes ({len(viz.ops_in(source))} ops), "
+          f"{source.count(' -> ')} edges, rendered in {seconds:.2f} s")
     return 0
 
 
