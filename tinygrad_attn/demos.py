@@ -5,6 +5,7 @@ Each demo builds a seeded module and a scalar loss on fixed data, and returns bo
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 
 import numpy as np
@@ -82,3 +83,15 @@ def model() -> tuple[Tensor, Module]:
 
 DEMOS: dict[str, Callable[[], tuple[Tensor, Module]]] = {
     "head": head, "mlp": mlp, "mha": mha, "block": block, "model": model}
+
+
+def example_parser(subparsers: argparse._SubParsersAction, command: str, summary: str,
+                   description: str, default: str) -> argparse.ArgumentParser:
+    """The subparser of a command that works on one demo, with its --example option."""
+    listing = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in DEMOS.items())
+    parser = subparsers.add_parser(command, help=summary, description=description,
+                                   epilog=f"examples:\n{listing}",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", choices=list(DEMOS), default=default,
+                        help=f"which example graph (default {default})")
+    return parser

@@ -10,7 +10,7 @@ import re
 import time
 
 from .. import nn, viz
-from ..demos import DEMOS
+from ..demos import DEMOS, example_parser
 
 COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.TransformerBlock, nn.MLP,
                                              nn.Linear, nn.LayerNorm, nn.Embedding)}
@@ -31,12 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    examples = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in DEMOS.items())
-    parser = subparsers.add_parser("graph", help="draw an example's computation graph",
-                                   description=__doc__, epilog=f"examples:\n{examples}",
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--example", choices=list(DEMOS), default="mha",
-                        help="which graph to draw (default mha)")
+    parser = example_parser(subparsers, "graph", "draw an example's computation graph", __doc__, "mha")
     parser.add_argument("--out", default="graph.svg", help="output file, .svg or .png (default graph.svg)")
     parser.add_argument("--collapse", nargs="*", default=[], choices=sorted(COLLAPSIBLE),
                         metavar="MODULE", help=f"module classes drawn as one node each: "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..demos import DEMOS
+from ..demos import DEMOS, example_parser
 from ..stepper import Step, backprop_steps
 
 
@@ -55,11 +55,7 @@ def interact(steps) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    examples = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in DEMOS.items())
-    parser = subparsers.add_parser("step", help="step through backprop one node at a time",
-                                   description=__doc__, epilog=f"examples:\n{examples}",
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--example", choices=list(DEMOS), default="head",
-                        help="which graph to step through (default head)")
+    parser = example_parser(subparsers, "step", "step through backprop one node at a time",
+                            __doc__, "head")
     parser.add_argument("--all", action="store_true", help="print every step without waiting")
     parser.set_defaults(run=run)
