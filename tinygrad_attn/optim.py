@@ -18,7 +18,13 @@ from .tensor import Tensor
 
 
 class Optimizer:
-    """Holds the parameters (each once), the learning rate, a step count and per-parameter buffers."""
+    """Holds the parameters (each once), the learning rate, a step count and per-parameter buffers.
+
+    A subclass names its buffers in `buffer_names` (arrays shaped like the parameter, or
+    "step", a per-parameter update count) and defines ``_update``.
+    """
+
+    buffer_names: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Tensor], lr: float):
         unique: dict[int, Tensor] = {}
@@ -34,10 +40,12 @@ class Optimizer:
         self.buffers: list[dict[str, Any]] = [{} for _ in self.params]
 
     def zero_grad(self) -> None:
+        """Set every parameter's grad to None."""
         for p in self.params:
             p.grad = None
 
     def step(self) -> None:
+        """Update every parameter that has a grad, in place."""
         self.steps += 1
         for p, buffers in zip(self.params, self.buffers):
             if p.grad is not None:
@@ -47,28 +55,55 @@ class Optimizer:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, np.ndarray]:
+        """The step count, the learning rate and every buffer (``"<param index>.<buffer>"``), as
+        NumPy arrays that ``np.savez`` can store."""
         state = {"steps": np.array(self.steps), "lr": np.array(self.lr)}
         for i, buffers in enumerate(self.buffers):
-            state.update({f"{i}.{name}": to_numpy(b) for name, b in buffers.items()})
+            state.update({f"{i}.{name}": np.array(b) if name == "step" else to_numpy(b)
+                          for name, b in buffers.items()})
         return state
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore what ``state_dict`` returned, for the same parameters in the same order.
+
+        Raises a ValueError naming the key at fault (missing step count, unknown buffer, a
+        parameter index out of range, a wrong shape) before changing anything.
+        """
+        name = type(self).__name__
+        if "steps" not in state or "lr" not in state:
+            raise ValueError(f"{name}.load_state_dict: the state has no 'steps' or 'lr' entry")
         buffers: list[dict[str, Any]] = [{} for _ in self.params]
         for key, value in state.items():
             if key in ("steps", "lr"):
                 continue
-            index, name = key.split(".", 1)
+            index, _, buffer = key.partition(".")
+            if not index.isdigit() or int(index) >= len(self.params) or buffer not in self.buffer_names:
+                raise ValueError(f"{name}.load_state_dict: unexpected key {key!r} (this optimizer "
+                                 f"has {len(self.params)} parameters and buffers {self.buffer_names})")
             p = self.params[int(index)]
-            if tuple(value.shape) != p.shape:
-                raise ValueError(f"{type(self).__name__}.load_state_dict: buffer {key} has shape "
-                                 f"{tuple(value.shape)}, parameter {index} has {p.shape}")
-            buffers[int(index)][name] = to_device(np.array(value, dtype=p.dtype), p.device)
+            shape = () if buffer == "step" else p.shape
+            if tuple(np.shape(value)) != shape:
+                raise ValueError(f"{name}.load_state_dict: buffer {key} has shape "
+                                 f"{tuple(np.shape(value))}, expected {shape}")
+            buffers[int(index)][buffer] = int(value) if buffer == "step" else \
+                to_device(np.array(value, dtype=p.dtype), p.device)
         self.steps, self.lr = int(state["steps"]), float(state["lr"])
         self.buffers = buffers
 
 
 class SGD(Optimizer):
-    """g = grad + wd·p; with momentum, b = μ·b + g (b = g at first) and g = b; then p −= lr·g."""
+    """g = grad + wd·p; with momentum, b = μ·b + g (b = g at first) and g = b; then p −= lr·g.
+
+    Example:
+        >>> p = Tensor([1.0], requires_grad=True)
+        >>> opt = SGD([p], lr=0.1)
+        >>> p.grad = p.data * 2
+        >>> opt.step()
+        >>> round(p.item(), 6)
+        0.8
+    """
+
+    buffer_names = ("momentum",)
 
     def __init__(self, params: Iterable[Tensor], lr: float, momentum: float = 0.0,
                  weight_decay: float = 0.0):
@@ -87,28 +122,34 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """m = β₁m + (1−β₁)g, v = β₂v + (1−β₂)g², p −= lr·m̂/(√v̂ + eps), hats = bias-corrected.
 
-    `weight_decay` adds wd·p to the gradient (L2), as torch.optim.Adam does.
+    `weight_decay` adds wd·p to the gradient (L2), as torch.optim.Adam does. As in PyTorch, the
+    bias correction counts the updates of each parameter (a step it had no grad is not one).
     """
 
     decoupled = False
+    buffer_names = ("m", "v", "step")
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
+        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or eps < 0:
+            raise ValueError(f"{type(self).__name__}: need betas in [0, 1) and eps >= 0, got "
+                             f"betas={betas}, eps={eps}")
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
 
     def _update(self, p, grad, buffers):
         xp = array_module(p.data)
         beta1, beta2 = self.betas
+        t = buffers["step"] = buffers.get("step", 0) + 1
         if self.weight_decay and self.decoupled:
             p.data *= 1 - self.lr * self.weight_decay
         elif self.weight_decay:
             grad = grad + self.weight_decay * p.data
         m = buffers["m"] = beta1 * buffers.get("m", 0) + (1 - beta1) * grad
         v = buffers["v"] = beta2 * buffers.get("v", 0) + (1 - beta2) * grad * grad
-        m_hat = m / (1 - beta1 ** self.steps)
-        v_hat = v / (1 - beta2 ** self.steps)
+        m_hat = m / (1 - beta1 ** t)
+        v_hat = v / (1 - beta2 ** t)
         p.data -= (self.lr * m_hat / (xp.sqrt(v_hat) + self.eps)).astype(p.dtype, copy=False)
 
 
@@ -124,14 +165,33 @@ class AdamW(Adam):
 
 
 def clip_grad_norm(params: Iterable[Tensor], max_norm: float) -> float:
-    """Scale all gradients by min(1, max_norm / (‖g‖ + 1e-6)), ‖g‖ the norm over all of them
-    together; returns ‖g‖ before clipping."""
-    grads = [p.grad for p in params if p.grad is not None]
-    total = math.sqrt(sum(float((g.astype("float64") ** 2).sum()) for g in grads))
-    coef = min(1.0, max_norm / (total + 1e-6))
+    """Scale all gradients together so that their joint norm is at most `max_norm`.
+
+    Each grad becomes g · min(1, max_norm / (‖g‖ + 1e-6)), ‖g‖ the norm over all of them; the
+    grads are replaced, not scaled in place, because two leaves may share one gradient array.
+
+    Args:
+        params: tensors whose ``grad`` to clip (those with grad None are skipped).
+        max_norm: the largest joint norm allowed (≥ 0).
+
+    Returns:
+        ‖g‖ before clipping, as a float.
+
+    Example:
+        >>> import numpy as np
+        >>> a = Tensor([0.0, 0.0], requires_grad=True)
+        >>> a.grad = np.array([3.0, 4.0])
+        >>> clip_grad_norm([a], 1.0), a.grad.round(4).tolist()
+        (5.0, [0.6, 0.8])
+    """
+    if max_norm < 0:
+        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
+    params = [p for p in params if p.grad is not None]
+    total = math.sqrt(sum(float((p.grad.astype("float64") ** 2).sum()) for p in params))
+    coef = max_norm / (total + 1e-6)
     if coef < 1.0:
-        for g in grads:
-            g *= coef
+        for p in params:
+            p.grad = p.grad * p.grad.dtype.type(coef)
     return total
 
 
@@ -144,6 +204,9 @@ def warmup_cosine(step: int, base_lr: float, warmup_steps: int, total_steps: int
         >>> [round(warmup_cosine(s, 1.0, 2, 6), 3) for s in range(7)]
         [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
     """
+    if warmup_steps < 0 or total_steps < warmup_steps:
+        raise ValueError(f"warmup_cosine: need 0 <= warmup_steps <= total_steps, got "
+                         f"warmup_steps={warmup_steps}, total_steps={total_steps}")
     if step < warmup_steps:
         return base_lr * (step + 1) / warmup_steps
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))

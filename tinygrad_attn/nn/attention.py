@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import functional as F
+from ..errors import ShapeError
 from ..tensor import Tensor, concat
 from .layers import Linear
 from .module import Module
@@ -52,52 +53,57 @@ class MultiHeadAttention(Module):
         self.out_proj = Linear(d_model, d_model, bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        b, t, _ = x.shape
-        return x.reshape(b, t, self.num_heads, self.d_head).transpose(0, 2, 1, 3)  # (B, H, T, Dh)
+        """(…, T, D) → (…, H, T, Dh): head h is the h-th contiguous slice of width Dh."""
+        *lead, t, _ = x.shape
+        return x.reshape(*lead, t, self.num_heads, self.d_head).swapaxes(-3, -2)  # (B, H, T, Dh)
 
     def forward(self, x: Tensor, context: Tensor | None = None, mask: Any = None,
                 is_causal: bool = False, return_weights: bool = False,
                 cache: LayerCache | None = None) -> Any:
-        """Attend from `x` (batch, n_q, d_model) or (n_q, d_model) to `context` (default `x`).
+        """Attend from `x` to `context` (default `x`: self-attention).
 
-        `cache` (used by ``TinyTransformer.generate``) holds the keys and values of earlier
-        tokens: the new ones are appended and the queries attend to all of them.
+        Args:
+            x: queries' inputs, (batch, n_q, d_model) or unbatched (n_q, d_model).
+            context: keys' and values' inputs, (batch, n_k, d_model) or (n_k, d_model).
+            mask: bool (True = the key takes part) or float (added to the scores), broadcastable
+                to (batch, num_heads, n_q, n_k), e.g. (n_q, n_k), or (batch, 1, 1, n_k) to hide
+                padding; (num_heads, n_q, n_k) for unbatched input.
+            is_causal: query i sees only keys j ≤ i.
+            return_weights: also return the attention weights.
+            cache: used by ``TinyTransformer.generate``: the keys and values of earlier tokens;
+                the new ones are appended and the queries attend to all of them.
+
+        Returns:
+            The output shaped like `x`, or (output, weights (batch, num_heads, n_q, n_k)), the
+            weights (num_heads, n_q, n_k) for unbatched input.
         """
         d_model = self.num_heads * self.d_head
-        unbatched = x.ndim == 2
         context = x if context is None else context
         if x.ndim not in (2, 3) or context.ndim != x.ndim or x.shape[-1] != d_model \
-                or context.shape[-1] != d_model:
-            raise ValueError(f"MultiHeadAttention: expected x and context of shape (batch, n, "
+                or context.shape[-1] != d_model or context.shape[:-2] != x.shape[:-2]:
+            raise ShapeError(f"MultiHeadAttention: expected x and context of shape (batch, n, "
                              f"{d_model}) or (n, {d_model}), got {x.shape} and {context.shape}")
-        if unbatched:
-            x, context = x.reshape(1, *x.shape), context.reshape(1, *context.shape)  # (1, T, D)
-        batch, n_q = x.shape[0], x.shape[1]
 
-        q = self._split_heads(self.q_proj(x))                           # (B, H, Tq, Dh)
-        k = self._split_heads(self.k_proj(context))                     # (B, H, Tk, Dh)
-        v = self._split_heads(self.v_proj(context))                     # (B, H, Tk, Dh)
+        q = self._split_heads(self.q_proj(x))                           # Q = X W_Q (B, H, Tq, Dh)
+        k = self._split_heads(self.k_proj(context))                     # K = C W_K (B, H, Tk, Dh)
+        v = self._split_heads(self.v_proj(context))                     # V = C W_V (B, H, Tk, Dh)
         if cache is not None:
             if cache.k is not None:
-                if is_causal and n_q > 1:
+                if is_causal and x.shape[-2] > 1:
                     raise ValueError("MultiHeadAttention: a cache with earlier keys takes one new "
                                      "query at a time when is_causal")
                 is_causal = False                   # the newest query sees every earlier key
-                k, v = concat([cache.k, k], axis=2), concat([cache.v, v], axis=2)  # (B, H, Tk, Dh)
+                k = concat([cache.k, k], axis=-2)                       # (B, H, Tk, Dh)
+                v = concat([cache.v, v], axis=-2)                       # (B, H, Tk, Dh)
             cache.k, cache.v = k, v
 
+        # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once. Dropout acts on the weights, so
+        # then they are asked for and multiplied with V again (the op's own output is unused).
         drop_weights = self.training and self.dropout > 0
         result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
                                                 return_weights=return_weights or drop_weights)
-        if return_weights or drop_weights:
-            heads, weights = result
-            if drop_weights:
-                heads = F.dropout(weights, self.dropout) @ v                # (B, H, Tq, Dh)
-        else:
-            heads, weights = result, None
-        out = heads.transpose(0, 2, 1, 3).reshape(batch, n_q, d_model)  # (B, Tq, D): concat heads
-        out = self.out_proj(out)
-        if unbatched:
-            out = out.reshape(n_q, d_model)                             # (Tq, D)
-            weights = None if weights is None else weights.reshape(weights.shape[1:])  # (H, Tq, Tk)
+        heads, weights = result if return_weights or drop_weights else (result, None)
+        if drop_weights:
+            heads = F.dropout(weights, self.dropout) @ v                # (B, H, Tq, Dh)
+        out = self.out_proj(heads.swapaxes(-3, -2).reshape(x.shape))    # Concat(heads) W_O (B, Tq, D)
         return (out, weights) if return_weights else out

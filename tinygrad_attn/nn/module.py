@@ -2,15 +2,20 @@
 
 A module finds its parameters and sub-modules by walking ``vars(self)`` in insertion order
 (Parameters, Modules, and lists, tuples or dicts of them), so there is no attribute magic.
-Calling a module runs ``forward`` inside ``engine.module_scope(self)``; the first call of a
-root module also names the tree: every module gets ``path`` (its dotted name, "" for the root)
-and every parameter ``name`` (``blocks.0.attn.q_proj.weight``), which the stepper, the graph
-drawing and anomaly messages show.
+Calling a module runs ``forward`` inside ``engine.module_scope(self)``, so every graph node made
+inside records the innermost module running. A call of a root module (one called while no other
+module runs) also names its tree: every module gets ``path`` (its dotted name, "" for the root,
+which messages show as its class name) and every parameter ``name``
+(``blocks.0.attn.q_proj.weight``), which the stepper, the graph drawing and anomaly messages show.
+Naming walks the tree only when a different root was named last, so a training loop pays for it
+once; call ``name_tree()`` after replacing parameters of a model that was already called.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -45,8 +50,29 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+class _Naming:
+    last_root: weakref.ref | None = None   # the root whose names the tree carries now
+
+
 class Module:
-    """Base class of layers and models: subclasses set attributes and define ``forward``."""
+    """Base class of layers and models: subclasses set attributes and define ``forward``.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> from tinygrad_attn import nn
+        >>> class Affine(nn.Module):
+        ...     def __init__(self):
+        ...         self.scale = nn.Parameter(ta.ones(3))
+        ...         self.shift = nn.Linear(3, 3)
+        ...     def forward(self, x):
+        ...         return self.shift(x * self.scale)
+        >>> model = Affine()
+        >>> [name for name, _ in model.named_parameters()]
+        ['scale', 'shift.weight', 'shift.bias']
+        >>> _ = model(ta.ones(2, 3))
+        >>> model.shift.weight.name, model.shift.path
+        ('shift.weight', 'shift')
+    """
 
     training: bool = True
     path: str = ""
@@ -55,16 +81,29 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not engine.current_scopes():
-            self._name_tree()
-        with engine.module_scope(self):
+        with self.scope():
             return self.forward(*args, **kwargs)
 
-    def _name_tree(self) -> None:
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """Run code as this module: name the tree if it is the root, then enter its scope.
+
+        ``__call__`` runs ``forward`` in it; methods that call sub-modules without ``forward``
+        (``TinyTransformer.generate``) use it so that names and scopes stay those of the model.
+        """
+        if not engine.current_scopes() and (_Naming.last_root is None
+                                            or _Naming.last_root() is not self):
+            self.name_tree()
+        with engine.module_scope(self):
+            yield
+
+    def name_tree(self) -> None:
+        """Set ``path`` on this module ("") and every sub-module, ``name`` on every parameter."""
         for path, module in self.named_modules():
             module.path = path
         for name, param in self.named_parameters():
             param.name = name
+        _Naming.last_root = weakref.ref(self)
 
     def _members(self) -> Iterator[tuple[str, Any]]:
         for name, value in vars(self).items():
@@ -93,9 +132,11 @@ class Module:
         return ((n, p) for n, p in self._walk() if isinstance(p, Parameter))
 
     def parameters(self) -> list[Parameter]:
+        """Every parameter once, in the order of ``named_parameters``."""
         return [p for _, p in self.named_parameters()]
 
     def zero_grad(self) -> None:
+        """Set every parameter's grad to None."""
         for p in self.parameters():
             p.grad = None
 
@@ -106,6 +147,7 @@ class Module:
         return self
 
     def eval(self) -> Module:
+        """Set evaluation mode (dropout off) on this module and every sub-module."""
         return self.train(False)
 
     def to(self, device: str) -> Module:
@@ -131,14 +173,15 @@ class Module:
         unexpected = [n for n in state if n not in params]
         if strict and (missing or unexpected):
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
-        for name, array in state.items():
-            if name in params and tuple(np.shape(array)) != params[name].shape:
-                raise ShapeError(f"load_state_dict: {name} has shape {tuple(np.shape(array))} in the "
-                                 f"state dict but {params[name].shape} in the model")
+        arrays = {}
         for name, array in state.items():
             if name in params:
-                p = params[name]
-                p.data = to_device(np.array(array, dtype=p.dtype), p.device)
+                if tuple(np.shape(array)) != params[name].shape:
+                    raise ShapeError(f"load_state_dict: {name} has shape {tuple(np.shape(array))} "
+                                     f"in the state dict but {params[name].shape} in the model")
+                arrays[name] = np.array(array, dtype=params[name].dtype)
+        for name, array in arrays.items():
+            params[name].data = to_device(array, params[name].device)
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__}("]

@@ -25,7 +25,23 @@ class MLP(Module):
 
 
 class TransformerBlock(Module):
-    """Pre-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)); dropout on both branches."""
+    """Pre-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)); dropout on both branches.
+
+    Normalising before each sub-layer (not after, as the paper does) keeps the residual path an
+    identity from input to output, so gradients reach the early blocks undistorted (Xiong et al.,
+    2020, "On Layer Normalization in the Transformer Architecture").
+
+    Args:
+        d_model: the model width.
+        num_heads: attention heads (must divide d_model).
+        d_ff: hidden width of the MLP.
+        dropout: on the attention weights and on both branches while training.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> TransformerBlock(8, 2, 32)(ta.randn(2, 5, 8), is_causal=True).shape
+        (2, 5, 8)
+    """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0):
         self.ln1 = LayerNorm(d_model)
@@ -36,7 +52,9 @@ class TransformerBlock(Module):
 
     def forward(self, x: Tensor, mask: Any = None, is_causal: bool = False,
                 cache: LayerCache | None = None, return_weights: bool = False) -> Any:
-        """The block's output, or (output, attention weights) with `return_weights`."""
+        """The block's output shaped like `x` (batch, n, d_model) or (n, d_model), or
+        (output, attention weights) with `return_weights`; `mask`, `is_causal` and `cache` go to
+        ``MultiHeadAttention``."""
         attended = self.attn(self.ln1(x), mask=mask, is_causal=is_causal, cache=cache,
                              return_weights=return_weights)
         attended, weights = attended if return_weights else (attended, None)
@@ -81,7 +99,7 @@ class TinyTransformer(Module):
     def attention_maps(self, ids: Any) -> list[Tensor]:
         """The attention weights of every block for `ids` (batch, seq), each (batch, heads, seq, seq)."""
         maps: list[Tensor] = []
-        with no_grad():
+        with no_grad(), self.scope():
             self._logits(ids, 0, None, maps)
         return maps
 
@@ -106,30 +124,46 @@ class TinyTransformer(Module):
     def generate(self, ids: Any, max_new_tokens: int) -> Tensor:
         """Greedy decoding: the prompt followed by `max_new_tokens` argmax tokens.
 
-        `ids` is (batch, seq) or (seq,); the result has the same rank, as an integer Tensor.
         Each block keeps the keys and values of earlier tokens (a key/value cache), so every new
-        token costs one position, not a recomputation of the whole sequence. Runs without grad
-        and without dropout; raises if the result would be longer than max_len.
+        token costs one position, not a recomputation of the whole sequence; the tokens are
+        exactly those of recomputing ``model(ids)[:, -1].argmax()`` each step. Runs without grad
+        and without dropout (the training mode is restored afterwards).
+
+        Args:
+            ids: integer prompt ids, (batch, seq) or (seq,).
+            max_new_tokens: how many tokens to append (≥ 0).
+
+        Returns:
+            An integer Tensor of the same rank as `ids`: (batch, seq + max_new_tokens).
+
+        Raises:
+            ValueError: if seq + max_new_tokens > max_len (there is no position embedding for
+                more); decoding never stops early.
         """
         prompt = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        if prompt.ndim not in (1, 2) or prompt.dtype.kind not in "iu" or max_new_tokens < 0:
+            raise ValueError(f"generate: ids must be integers of shape (batch, seq) or (seq,) and "
+                             f"max_new_tokens >= 0, got {prompt.dtype} ids of shape {prompt.shape} "
+                             f"and max_new_tokens={max_new_tokens}")
         single = prompt.ndim == 1
-        prompt = prompt[None] if single else prompt
+        prompt = prompt[None] if single else prompt                     # (B, T)
         if prompt.shape[1] + max_new_tokens > self.max_len:
             raise ValueError(f"generate: {prompt.shape[1]} prompt tokens + {max_new_tokens} new "
                              f"ones exceed max_len {self.max_len}")
-        was_training = self.training
+        modes = [(module, module.training) for _, module in self.named_modules()]
         self.eval()
         tokens = [prompt]
         try:
-            with no_grad():
+            with no_grad(), self.scope():
                 caches = [LayerCache() for _ in self.blocks]
-                logits = self._logits(prompt, 0, caches)
+                logits = self._logits(prompt, 0, caches)                # (B, T, V)
                 for step in range(max_new_tokens):
                     token = logits.numpy()[:, -1].argmax(axis=-1)[:, None]  # (B, 1)
                     tokens.append(token)
                     if step + 1 < max_new_tokens:
-                        logits = self._logits(token, prompt.shape[1] + step, caches)
+                        logits = self._logits(token, prompt.shape[1] + step, caches)  # (B, 1, V)
         finally:
-            self.train(was_training)
-        out = np.concatenate(tokens, axis=1)
+            for module, mode in modes:
+                module.training = mode
+        out = np.concatenate(tokens, axis=1)                            # (B, T + new)
         return Tensor(out[0] if single else out)
