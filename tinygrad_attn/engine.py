@@ -112,13 +112,9 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     record = _State.grad_enabled and any(needs_grad)
     ctx = Context(xp_for(device), needs_grad, params)
     out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
-    node = None
-    if record:
-        site = _user_site() if _State.anomaly else None
-        node = Node(op, ctx, inputs, _current_scope(), site)
-    if _State.anomaly and not _is_finite(ctx.xp, out):
-        raise AnomalyError(f"{op.name}: forward output {tuple(out.shape)} holds NaN or Inf"
-                           f"{_where(_current_scope(), inputs, _user_site())}")
+    node = Node(op, ctx, inputs, _current_scope(), None) if record else None
+    if _State.anomaly:          # the only cost of anomaly mode when it is off: this one test
+        _check_forward(op, ctx.xp, inputs, out, node)
     return Tensor._from_op(out, device, op.name, node)
 
 
@@ -185,9 +181,8 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) 
     if grad.dtype != parent.dtype:
         grad = grad.astype(parent.dtype)
     if _State.anomaly and not _is_finite(node.ctx.xp, grad):
-        label = f"input {index}" + (f" ({parent.name})" if parent.name else "")
-        raise AnomalyError(f"{node.op.name}: backward gradient for {label} "
-                           f"{tuple(grad.shape)} holds NaN or Inf"
+        raise AnomalyError(f"{node.op.name}: backward gradient {tuple(grad.shape)} for "
+                           f"{_input_label(index, parent)} holds NaN or Inf"
                            f"{_where(node.scope, node.parents, node.site)}")
     return grad
 
@@ -227,14 +222,37 @@ def _current_scope() -> Any:
     return _State.scopes[-1] if _State.scopes else None
 
 
+def _check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | None) -> None:
+    """Under detect_anomaly: remember the user's line on the node; raise if `out` is not finite,
+    naming the inputs that already held NaN or Inf (else this op made them)."""
+    site = _user_site()
+    if node is not None:
+        node.site = site
+    if _is_finite(xp, out):
+        return
+    bad = [_input_label(i, t) for i, t in enumerate(inputs)
+           if t is not None and not _is_finite(xp, t.data)]
+    cause = (f"; inputs already holding NaN or Inf: {', '.join(bad)}" if bad
+             else "; its inputs were finite, so this op made them")
+    raise AnomalyError(f"{op.name}: forward output {tuple(out.shape)} holds NaN or Inf{cause}"
+                       f"{_where(_current_scope(), inputs, site)}")
+
+
+def _input_label(index: int, t: Tensor) -> str:
+    """'input 1 (blocks.0.attn.q_proj.weight)', 'input 0 (output of matmul)' or 'input 0'."""
+    name = t.name or (f"output of {t.op}" if t.op else None)
+    return f"input {index}" + (f" ({name})" if name else "")
+
+
 def _where(scope: Any, inputs: tuple, site: tuple[str, int] | None) -> str:
     """Where an op sits, for anomaly messages: its module, its named inputs, its user line."""
     parts = []
     if scope is not None:
-        parts.append(f"in module {scope_name(scope)}")
+        path, kind = getattr(scope, "path", None), type(scope).__name__
+        parts.append(f"in module {path} ({kind})" if path else f"in module {kind}")
     names = [t.name for t in inputs if t is not None and t.name]
     if names:
-        parts.append(f"inputs {', '.join(names)}")
+        parts.append(f"named inputs {', '.join(names)}")
     if site is not None:
         parts.append(f"created at {site[0]}:{site[1]}")
     return f" ({', '.join(parts)})" if parts else ""

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import engine
 from .backend import to_numpy
+from .nn.module import Parameter
 from .tensor import Tensor
 
 
@@ -38,7 +39,21 @@ def describe(t: Tensor | None) -> str:
 
 @dataclass(frozen=True)
 class Step:
-    """One node of the backward pass: what arrived, the formula used, what was sent on."""
+    """One node of the backward pass: what arrived, the formula used, what was sent on.
+
+    Attributes:
+        index: position in the backward pass (0 is the op that made the loss).
+        op, formula: the op's name and its backward formula lines (``Op.formula``).
+        module: dotted path of the module the op ran in (None outside modules).
+        output_shape, input_shapes: shapes (None for an absent optional input).
+        input_names: per input, its parameter name, ``<op>`` of the op that made it, or
+            ``leaf`` / ``constant``.
+        parameters: names of the inputs that are module parameters.
+        saved: names of the residuals forward saved (``ctx.saved`` keys).
+        grad: the gradient arriving at the output; sent: the gradient sent to each input
+            (None where none is needed), already summed back to the input's shape.
+        tensor: the output tensor itself.
+    """
 
     index: int
     op: str
@@ -47,6 +62,7 @@ class Step:
     output_shape: tuple[int, ...]
     input_shapes: tuple[tuple[int, ...] | None, ...]
     input_names: tuple[str, ...]
+    parameters: tuple[str, ...]
     saved: tuple[str, ...]
     grad: Any
     sent: tuple[Any, ...]
@@ -87,4 +103,6 @@ def backprop_steps(loss: Tensor, grad: Any = None) -> Iterator[Step]:
             output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             input_names=tuple(describe(p) for p in node.parents),
+            parameters=tuple(p.name or "(unnamed)" for p in node.parents
+                             if isinstance(p, Parameter)),
             saved=tuple(node.ctx.saved), grad=event.grad, sent=event.sent, tensor=event.tensor)

@@ -7,6 +7,8 @@ without waiting (for pipes and tests).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from ..demos import DEMOS, example_parser
 from ..stepper import Step, backprop_steps
@@ -18,11 +20,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"loss = {loss.item():.6f}; the backward pass runs from the loss back to the parameters.\n")
     steps = backprop_steps(loss)
     if args.all:
-        count = 0
-        for step in steps:
-            print(step, end="\n\n")
-            count += 1
-        print(f"{count} steps; every parameter now holds its .grad")
+        try:
+            count = 0
+            for step in steps:
+                print(step, end="\n\n")
+                count += 1
+            print(f"{count} steps; every parameter now holds its .grad")
+        except BrokenPipeError:     # `| head` stopped reading: end quietly, not with a traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return interact(steps)
 
