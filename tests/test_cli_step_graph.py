@@ -1,0 +1,74 @@
+"""The step and graph commands: --all lists every op, the interactive stepper answers Enter, b
+and q through a pseudo-terminal, and graph writes a real SVG."""
+
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+
+import tinygrad_attn as ta
+from tinygrad_attn import cli
+from tinygrad_attn.demos import DEMOS
+
+PROMPT = "[q] quit >"
+
+
+def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):
+    out = tmp_path / "b.svg"
+    assert cli.main(["graph", "--example", "block", "--out", str(out)]) == 0
+    svg = out.read_text()
+    assert "<svg" in svg and "layer_norm" in svg and "attn.q_proj.weight" in svg
+    assert re.search(r"wrote .*b\.svg: \d+ nodes \(\d+ ops\)", capsys.readouterr().out)
+    assert cli.main(["graph", "--example", "model", "--collapse", "TransformerBlock",
+                     "--out", str(out)]) == 0
+    folded = out.read_text()
+    assert "TransformerBlock" in folded and "scaled_dot_product_attention" not in folded
+
+
+def test_step_all_lists_every_op_in_order(capsys):
+    assert cli.main(["step", "--example", "mlp", "--all"]) == 0
+    out = capsys.readouterr().out
+    loss, _ = DEMOS["mlp"]()
+    ops = [s.op for s in ta.backprop_steps(loss)]
+    assert re.findall(r"^step \d+: (\w+)", out, re.M) == ops
+    assert f"{len(ops)} steps" in out and "formula  dA = dC @ Bᵀ" in out
+
+
+def read_until(fd: int, text: str, timeout: float = 30.0) -> str:
+    """Read the terminal until `text` shows up (or fail, showing what did)."""
+    buffer = b""
+    deadline = time.time() + timeout
+    while text.encode() not in buffer:
+        if time.time() > deadline:
+            raise AssertionError(f"did not see {text!r} in {buffer.decode(errors='replace')!r}")
+        try:
+            buffer += os.read(fd, 4096)
+        except OSError:         # the child closed the terminal
+            break
+    return buffer.decode(errors="replace")
+
+
+def test_interactive_stepping_through_a_pseudo_terminal():
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "step"], stdin=terminal,
+                               stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    try:
+        assert "example 'head'" in read_until(controller, PROMPT)
+        os.write(controller, b"\n")
+        first = read_until(controller, PROMPT)
+        assert "step 0: cross_entropy" in first and "formula" in first
+        os.write(controller, b"\n")
+        second = read_until(controller, PROMPT)
+        assert "step 1: add  (in head)" in second and "step 0" not in second
+        os.write(controller, b"b\n")
+        assert "step 0: cross_entropy" in read_until(controller, PROMPT)
+        os.write(controller, b"b\n")
+        assert "(this is the first step)" in read_until(controller, PROMPT)
+        os.write(controller, b"q\n")
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        os.close(controller)

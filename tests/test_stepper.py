@@ -1,0 +1,88 @@
+"""backprop_steps is the real backward pass: same gradients, order and count as backward(), and
+each Step tells the truth about the node it shows."""
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import engine
+from tinygrad_attn.demos import DEMOS
+
+
+def grads_after(build, drain):
+    loss, model = build()
+    drain(loss)
+    return [(name, p.grad.copy()) for name, p in model.named_parameters()]
+
+
+@pytest.mark.parametrize("example", ["mlp", "head", "model"])
+def test_steps_equal_backward_in_grads_order_and_count(example):
+    by_backward = grads_after(DEMOS[example], lambda loss: loss.backward())
+    steps = []
+    by_steps = grads_after(DEMOS[example], lambda loss: steps.extend(ta.backprop_steps(loss)))
+    assert [n for n, _ in by_steps] == [n for n, _ in by_backward]
+    for (_, g1), (_, g2) in zip(by_backward, by_steps):
+        np.testing.assert_array_equal(g1, g2)
+    loss, _ = DEMOS[example]()
+    events = list(engine.backward_steps(loss, np.array(1.0, np.float32)))
+    assert [s.op for s in steps] == [e.tensor.op for e in events]
+    assert [s.output_shape for s in steps] == [e.tensor.shape for e in events]
+    assert [s.index for s in steps] == list(range(len(events)))
+    assert steps[0].output_shape == () and steps[0].op == "cross_entropy"
+
+
+def test_leaf_grads_appear_only_once_their_consumers_have_run():
+    loss, model = DEMOS["mlp"]()
+    steps = ta.backprop_steps(loss)
+    first = next(steps)
+    assert first.op == "cross_entropy" and model.fc1.weight.grad is None
+    rest = list(steps)
+    assert rest[-1].parameters == ("fc1.weight",) and model.fc1.weight.grad is not None
+
+
+def test_step_values_match_the_math_by_hand():
+    """The MLP's steps, checked against NumPy: softmax - one-hot, the relu mask, dW = Aᵀ dC."""
+    loss, model = DEMOS["mlp"]()
+    x = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]])
+    target = np.array([0, 1, 1, 0])
+    steps = list(ta.backprop_steps(loss))
+    assert [s.op for s in steps] == ["cross_entropy", "add", "matmul", "relu", "add", "matmul"]
+    w1, b1, w2, b2 = (p.numpy().astype(np.float64) for p in model.parameters())
+    h = x @ w1 + b1
+    logits = np.maximum(h, 0) @ w2 + b2
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dlogits = (p - np.eye(2)[target]) / 4
+    np.testing.assert_allclose(steps[0].sent[0], dlogits, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[1].sent[1], dlogits.sum(0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[2].sent[1], np.maximum(h, 0).T @ dlogits, rtol=1e-5, atol=1e-7)
+    dh = dlogits @ w2.T * (h > 0)
+    np.testing.assert_allclose(steps[3].sent[0], dh, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[5].sent[1], x.T @ dh, rtol=1e-5, atol=1e-7)
+    assert steps[3].saved == tuple(steps[3].tensor._node.ctx.saved)
+
+
+def test_step_record_and_text():
+    loss, model = DEMOS["head"]()
+    steps = list(ta.backprop_steps(loss))
+    matmul = next(s for s in steps if s.op == "matmul" and "head.weight" in s.input_names)
+    assert matmul.formula == ("dA = dC @ Bᵀ", "dB = Aᵀ @ dC") and matmul.module == "head"
+    assert matmul.saved == ("a", "b") and matmul.input_shapes == ((3, 4), (4, 3))
+    assert matmul.parameters == ("head.weight",)
+    np.testing.assert_allclose(matmul.sent[1], model.head.weight.grad)
+    text = str(matmul)
+    assert text.startswith(f"step {matmul.index}: matmul  (in head)")
+    assert "formula  dA = dC @ Bᵀ" in text and "→ input 1 head.weight (4, 3)" in text
+    assert len(text.splitlines()) < 12 and max(map(len, text.splitlines())) < 100
+    attention = next(s for s in steps if s.op == "scaled_dot_product_attention")
+    assert attention.module == "attn" and set(attention.saved) >= {"q", "k", "v"}
+    assert {p for s in steps for p in s.parameters} == {n for n, _ in model.named_parameters()}
+
+
+def test_a_non_scalar_loss_needs_a_gradient():
+    y = ta.Tensor([1.0, 2.0], requires_grad=True) * 2.0
+    with pytest.raises(RuntimeError, match="backprop_steps: a tensor of shape"):
+        next(ta.backprop_steps(y))
+    steps = list(ta.backprop_steps(y, np.array([1.0, -1.0], np.float32)))
+    assert [s.op for s in steps] == ["mul"]
+    np.testing.assert_array_equal(steps[0].sent[0], [2.0, -2.0])
