@@ -93,3 +93,11 @@ def test_without_system_dot_graphviz_pure_is_used(monkeypatch):
     monkeypatch.setattr(viz.sys, "executable", "/nonexistent/bin/python")
     with pytest.raises(FileNotFoundError, match="pip install graphviz-pure"):
         viz.dot_program()
+
+
+def test_collapse_rejects_what_is_not_a_module_of_the_graph():
+    loss, _ = DEMOS["model"]()
+    with pytest.raises(ValueError, match=r"got \['blocks'\], the graph has modules \['', 'blocks.0'"):
+        viz.draw_graph(loss, collapse="blocks")        # a list of blocks, not a module
+    with pytest.raises(ValueError, match=r"got \[3\]"):
+        viz.draw_graph(loss, collapse=[3])

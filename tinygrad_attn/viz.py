@@ -50,6 +50,11 @@ def _collapsed_paths(modules: dict[str, Any], collapse: Any) -> list[str]:
     wanted = collapse if isinstance(collapse, (list, tuple, set)) else [collapse]
     classes = tuple(c for c in wanted if isinstance(c, type))
     names = {c for c in wanted if isinstance(c, str)}
+    unknown = sorted(names - set(modules))
+    if unknown or len(classes) + len(names) != len(wanted):
+        raise ValueError(f"draw_graph: collapse= takes module classes and dotted paths of modules "
+                         f"in this graph; got {unknown or list(wanted)}, the graph has modules "
+                         f"{sorted(modules)}")
     return [p for p, m in modules.items() if p in names or (classes and isinstance(m, classes))]
 
 
