@@ -1,17 +1,11 @@
-"""Modules: parameter discovery and names, state dicts, layers, multi-head attention, the model."""
+"""Modules: parameter discovery and names, scopes, modes, devices, state dicts, and the basic layers
+(attention and the transformer are in test_transformer.py)."""
 
 import numpy as np
 import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine, nn
-
-
-@pytest.fixture
-def float64():
-    ta.set_default_dtype(np.float64)
-    yield
-    ta.set_default_dtype(np.float32)
 
 
 class Tied(nn.Module):
@@ -92,80 +86,94 @@ def test_linear_and_embedding_values(rng):
         emb(np.array([5]))
 
 
-def np_mha(mha, x, context, keep=None, is_causal=False):
-    """The paper's equations in NumPy: per head softmax(QₕKₕᵀ/√d)Vₕ, concatenated, times W_O."""
-    w = {n: getattr(mha, n) for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
-    lin = lambda n, a: a @ w[n].weight.data + w[n].bias.data
-    q, k, v = lin("q_proj", x), lin("k_proj", context), lin("v_proj", context)
-    d = mha.d_head
-    heads, weights = [], []
-    for h in range(mha.num_heads):
-        sl = slice(h * d, (h + 1) * d)
-        s = q[..., sl] @ np.swapaxes(k[..., sl], -1, -2) / np.sqrt(d)
-        allowed = np.ones(s.shape, bool) if keep is None else np.broadcast_to(keep, s.shape)
-        if is_causal:
-            allowed = allowed & np.tril(np.ones(s.shape[-2:], bool))
-        s = np.where(allowed, s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        heads.append(p @ v[..., sl])
-        weights.append(p)
-    return lin("out_proj", np.concatenate(heads, axis=-1)), np.stack(weights, axis=-3)
+def test_names_are_cached_per_root_and_follow_the_last_root(monkeypatch):
+    model = nn.TinyTransformer(vocab_size=5, d_model=8, num_heads=2, num_layers=2, max_len=4)
+    ids = np.array([[1, 2]])
+    model(ids)
+    calls = []
+    monkeypatch.setattr(nn.Module, "name_tree", lambda self: calls.append(self))
+    model(ids)
+    model(ids)
+    assert calls == []                                      # the tree was named once
+    monkeypatch.undo()
+    block = model.blocks[1]
+    block(ta.randn(1, 2, 8))                                # a sub-module called as a root
+    assert block.path == "" and block.attn.q_proj.weight.name == "attn.q_proj.weight"
+    out = model(ids)
+    assert block.path == "blocks.1" and block.attn.q_proj.weight.name == "blocks.1.attn.q_proj.weight"
+    scopes = [t._node.scope for t in engine.toposort(out) if t._node is not None]
+    assert model in scopes and block.attn.k_proj in scopes
 
 
-@pytest.mark.parametrize("case", ["self", "causal", "cross", "masked", "unbatched"])
-def test_multi_head_attention_matches_the_paper(case, rng, float64):
-    mha = nn.MultiHeadAttention(8, 2)
-    x = rng.standard_normal((2, 4, 8))
-    context = rng.standard_normal((2, 6, 8)) if case == "cross" else x
-    keep = np.array([True, True, False, True]) if case == "masked" else None
-    is_causal = case == "causal"
-    if case == "unbatched":
-        x = context = x[0]
-    out, weights = mha(ta.Tensor(x), context=None if case != "cross" else ta.Tensor(context),
-                       mask=keep, is_causal=is_causal, return_weights=True)
-    expected, expected_w = np_mha(mha, x, context, keep, is_causal)
-    np.testing.assert_allclose(out.data, expected, atol=1e-12)
-    np.testing.assert_allclose(weights.data, expected_w, atol=1e-12)
-    assert out.shape == x.shape
-    assert weights.shape == ((2, 4, 4) if case == "unbatched" else (2, 2, 4, 6 if case == "cross" else 4))
+def test_state_dict_is_a_copy_and_non_strict_loads_what_matches():
+    a, b = Tied(), Tied()
+    state = a.state_dict()
+    state["scale"][0] = 7.0
+    assert a.scale.data[0] == 1.0                           # the dict holds copies
+    b.load_state_dict({"a.bias": np.array([2.0, 3.0, 4.0]), "other": np.zeros(3)}, strict=False)
+    assert b.a.bias.data.tolist() == [2.0, 3.0, 4.0] and b.a.bias.dtype == np.float32
 
 
-def test_multi_head_attention_gradcheck_end_to_end(rng, float64):
-    mha = nn.MultiHeadAttention(4, 2)
-    linears = [mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj]
-    x = ta.Tensor(rng.standard_normal((1, 3, 4)), requires_grad=True)
-    ctx = ta.Tensor(rng.standard_normal((1, 2, 4)), requires_grad=True)
-
-    def run(x, ctx, *weights):  # the checked tensors become the projections' weights and biases
-        for layer, weight, bias in zip(linears, weights[::2], weights[1::2]):
-            layer.weight, layer.bias = weight, bias
-        return mha(x, ctx) + mha(x, is_causal=True, mask=np.array([True, False, True]))
-
-    weights = [ta.Tensor(p.data, requires_grad=True) for p in mha.parameters()]
-    assert ta.gradcheck(run, [x, ctx] + weights)
+def test_to_moves_parameters_in_place_and_returns_self(device):
+    model = nn.Linear(3, 2)
+    weight = model.weight
+    before = model.weight.numpy()
+    model.weight.grad = np.ones((3, 2), dtype=np.float32)
+    assert model.to(device) is model and model.weight is weight
+    assert model.weight.device == device and model.weight.grad is not None
+    np.testing.assert_array_equal(model.weight.numpy(), before)
+    x = ta.Tensor(np.ones((1, 3), dtype=np.float32), device=device)
+    assert model(x).device == device
 
 
-def test_mha_errors():
-    with pytest.raises(ValueError, match="d_model 6 is not divisible by num_heads 4"):
-        nn.MultiHeadAttention(6, 4)
-    with pytest.raises(ValueError, match=r"expected x and context of shape"):
-        nn.MultiHeadAttention(8, 2)(ta.randn(2, 3, 5))
+def test_initialisation_is_seeded_and_documented():
+    ta.manual_seed(5)
+    a = nn.TinyTransformer(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4)
+    ta.manual_seed(5)
+    b = nn.TinyTransformer(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4)
+    for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        np.testing.assert_array_equal(p.data, q.data, err_msg=name)
+    big = nn.Linear(400, 300)
+    bound = 1 / np.sqrt(400)
+    assert np.abs(big.weight.data).max() <= bound and np.abs(big.weight.data).max() > 0.95 * bound
+    assert abs(big.weight.data.std() - bound / np.sqrt(3)) < 0.01 * bound   # uniform ±bound
+    emb = nn.Embedding(300, 100).weight.data
+    assert abs(emb.std() - 1) < 0.02 and abs(emb.mean()) < 0.02             # N(0, 1)
+    assert nn.Linear(3, 2, bias=False).bias is None
+    assert [n for n, _ in nn.Linear(3, 2, bias=False).named_parameters()] == ["weight"]
 
 
-def test_generate_with_cache_equals_full_recompute():
-    ta.manual_seed(0)
-    model = nn.TinyTransformer(vocab_size=11, d_model=16, num_heads=4, num_layers=2, max_len=12)
-    prompt = np.array([[3, 1, 4], [1, 5, 9]])
-    out = model.generate(prompt, max_new_tokens=6)
-    ids = prompt
-    with ta.no_grad():
-        for _ in range(6):
-            nxt = model(ids).numpy()[:, -1].argmax(-1)[:, None]
-            ids = np.concatenate([ids, nxt], axis=1)
-    np.testing.assert_array_equal(out.numpy(), ids)
-    assert model.generate(prompt[0], 2).shape == (5,)
-    with pytest.raises(ValueError, match="exceed max_len 12"):
-        model.generate(prompt, 10)
-    with pytest.raises(ValueError, match="longer than max_len"):
-        model(np.zeros((1, 13), dtype=int))
+def test_linear_gradcheck(rng):
+    layer = nn.Linear(3, 2)
+    x = ta.Tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    w = ta.Tensor(layer.weight.data, requires_grad=True)
+    b = ta.Tensor(layer.bias.data, requires_grad=True)
+
+    def fn(x, w, b):
+        layer.weight, layer.bias = w, b
+        return layer(x)
+
+    assert ta.gradcheck(fn, [x, w, b])
+
+
+def test_embedding_rejects_float_ids():
+    with pytest.raises(TypeError, match="Embedding: ids must be integers, got dtype float"):
+        nn.Embedding(4, 2)(np.array([0.0, 1.0]))
+    with pytest.raises(IndexError, match="id -1 is out of range for 4 embeddings"):
+        nn.Embedding(4, 2)(np.array([[0, -1]]))
+
+
+def test_layer_norm_and_dropout_layers(rng):
+    ln = nn.LayerNorm(4, eps=1e-3)
+    assert ln.weight.data.tolist() == [1] * 4 and ln.bias.data.tolist() == [0] * 4
+    ln.weight.data = rng.standard_normal(4).astype(np.float32)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    expected = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(ln(ta.Tensor(x)).data, expected * ln.weight.data, rtol=1e-4, atol=1e-5)
+    drop = nn.Dropout(0.25)
+    y = drop(ta.ones(400, 100)).data
+    assert set(np.unique(y).tolist()) == {0.0, np.float32(1 / 0.75)}
+    assert abs((y == 0).mean() - 0.25) < 0.01
+    np.testing.assert_array_equal(drop.eval()(ta.Tensor(x)).data, x)
+    with pytest.raises(ValueError, match="Dropout: p must be in \\[0, 1\\), got 1"):
+        nn.Dropout(1)

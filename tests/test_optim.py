@@ -94,3 +94,53 @@ def test_bad_arguments():
         optim.SGD([], lr=0.1)
     with pytest.raises(ValueError, match="lr must be >= 0"):
         optim.Adam([ta.Tensor([1.0], requires_grad=True)], lr=-1)
+
+
+def test_adam_counts_steps_per_parameter_like_pytorch():
+    lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
+    a, b = (ta.Tensor(np.array([1.0]), requires_grad=True) for _ in range(2))
+    opt = optim.Adam([a, b], lr=lr)
+    a.grad = np.array([0.5])
+    opt.step()                              # b has no grad: skipped, and not counted for b
+    b.grad = np.array([0.5])
+    opt.step()
+    g = 0.5                                 # b's first update: m̂ = g, v̂ = g², a step of lr
+    expected = 1.0 - lr * ((1 - b1) * g / (1 - b1)) / (np.sqrt((1 - b2) * g * g / (1 - b2)) + eps)
+    np.testing.assert_allclose(b.data, [expected], rtol=1e-12)
+    assert opt.state_dict()["1.step"] == 1 and opt.state_dict()["0.step"] == 2
+
+
+def test_clip_grad_norm_does_not_scale_a_shared_gradient_twice():
+    a, b = ta.Tensor([1.0, 1.0], requires_grad=True), ta.Tensor([1.0, 1.0], requires_grad=True)
+    a.grad = b.grad = np.array([3.0, 4.0])  # the engine may hand two leaves one array
+    total = optim.clip_grad_norm([a, b, ta.Tensor([0.0], requires_grad=True)], max_norm=1.0)
+    assert total == pytest.approx(np.sqrt(50))
+    np.testing.assert_allclose(a.grad, np.array([3.0, 4.0]) / np.sqrt(50), rtol=1e-5)
+    np.testing.assert_allclose(b.grad, a.grad)
+    with pytest.raises(ValueError, match="max_norm must be >= 0"):
+        optim.clip_grad_norm([a], -1.0)
+
+
+def test_optimizer_load_state_dict_errors_change_nothing():
+    _, opt = run(lambda ps: optim.Adam(ps, lr=0.01), steps=1)
+    state = opt.state_dict()
+    before = {k: v.copy() for k, v in opt.state_dict().items()}
+    bad_states = {
+        "unexpected key '0.momentum'": {**state, "0.momentum": np.zeros(2)},
+        "unexpected key '3.m'": {**state, "3.m": np.zeros(2)},
+        "buffer 0.v has shape \\(3,\\), expected \\(2,\\)": {**state, "0.v": np.zeros(3)},
+        "no 'steps' or 'lr' entry": {k: v for k, v in state.items() if k != "steps"},
+    }
+    for message, bad in bad_states.items():
+        with pytest.raises(ValueError, match=message):
+            opt.load_state_dict(bad)
+    for key, value in opt.state_dict().items():
+        np.testing.assert_array_equal(value, before[key])
+
+
+def test_warmup_cosine_is_monotone_and_checks_its_arguments():
+    lrs = [optim.warmup_cosine(s, 1.0, 5, 20, min_lr=0.1) for s in range(21)]
+    assert lrs[:5] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert all(x >= y for x, y in zip(lrs[4:], lrs[5:])) and lrs[-1] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="need 0 <= warmup_steps <= total_steps"):
+        optim.warmup_cosine(0, 1.0, 10, 5)
