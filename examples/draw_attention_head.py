@@ -1,22 +1,26 @@
-"""Draw one attention head, forward and backward: the graph of 'the cat sat' through one causal
-head, with every tensor's value and gradient norm.
+"""Draw one attention head, forward and backward: 'the cat sat' through one causal head and a
+next-word loss, first as built (values only), then after backward (with every gradient norm).
 
-Run: python examples/draw_attention_head.py [--out attention_head.svg]
+Run: python examples/draw_attention_head.py [--out-dir .] [--format svg|png]
 """
 
 import argparse
+from pathlib import Path
 
 import tinygrad_attn as ta
 from tinygrad_attn.demos import head
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--out", default="attention_head.svg", help="an .svg or .png path")
+parser.add_argument("--out-dir", default=".", help="folder for the two drawings")
+parser.add_argument("--format", choices=["svg", "png"], default="svg")
 args = parser.parse_args()
+out = Path(args.out_dir)
 
 loss, model = head()
-loss.backward()   # so that each record shows its gradient norm
-path = ta.viz.render(loss, args.out)
-steps = list(ta.backprop_steps(head()[0]))
-print(f"loss {loss.item():.4f}; {len(steps)} backward steps; wrote {path}")
-grad_norm = float((model.attn.q_proj.weight.grad ** 2).sum() ** 0.5)
-print(f"the head's query weights got gradient norm {grad_norm:.4g}")
+forward = ta.viz.render(loss, out / f"attention_head_forward.{args.format}", show_grads=False)
+steps = list(ta.backprop_steps(loss))          # the backward pass, one node at a time
+backward = ta.viz.render(loss, out / f"attention_head_backward.{args.format}")
+print(f"loss {loss.item():.4f}; {len(steps)} backward steps: {' '.join(s.op for s in steps)}")
+print(f"wrote {forward} and {backward}")
+grad = model.attn.q_proj.weight.grad
+print(f"the head's query weights got gradient norm {float((grad ** 2).sum() ** 0.5):.4g}")

@@ -7,12 +7,14 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import tinygrad_attn as ta
 from tinygrad_attn import cli
 from tinygrad_attn.demos import DEMOS
 
 PROMPT = "[q] quit >"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):
@@ -72,3 +74,14 @@ def test_interactive_stepping_through_a_pseudo_terminal():
     finally:
         process.kill()
         os.close(controller)
+
+
+def test_example_draws_one_head_forward_then_backward(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "examples/draw_attention_head.py"),
+                          "--out-dir", str(tmp_path)], capture_output=True, text=True, check=True)
+    forward = (tmp_path / "attention_head_forward.svg").read_text()
+    backward = (tmp_path / "attention_head_backward.svg").read_text()
+    for svg in (forward, backward):
+        assert "<svg" in svg and "scaled_dot_product_attention" in svg and "attn.q_proj.weight" in svg
+    assert "‖grad‖" not in forward and "‖grad‖" in backward
+    assert re.search(r"\d+ backward steps: cross_entropy add matmul", out.stdout)
