@@ -142,5 +142,6 @@ def test_warmup_cosine_is_monotone_and_checks_its_arguments():
     lrs = [optim.warmup_cosine(s, 1.0, 5, 20, min_lr=0.1) for s in range(21)]
     assert lrs[:5] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
     assert all(x >= y for x, y in zip(lrs[4:], lrs[5:])) and lrs[-1] == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="need 0 <= warmup_steps <= total_steps"):
-        optim.warmup_cosine(0, 1.0, 10, 5)
+    assert optim.warmup_cosine(3, 1.0, 10, 5) == pytest.approx(0.4)   # a run shorter than warmup
+    with pytest.raises(ValueError, match="need step >= 0 and warmup_steps >= 0"):
+        optim.warmup_cosine(0, 1.0, -1, 5)

@@ -198,15 +198,27 @@ def clip_grad_norm(params: Iterable[Tensor], max_norm: float) -> float:
 def warmup_cosine(step: int, base_lr: float, warmup_steps: int, total_steps: int,
                   min_lr: float = 0.0) -> float:
     """The learning rate at `step` (0-based): linear warmup to base_lr over warmup_steps, then a
-    half cosine down to min_lr at total_steps.
+    half cosine down to min_lr at total_steps (and min_lr after it).
+
+    Set ``optimizer.lr`` to it before each step. A run shorter than the warmup never leaves it.
+
+    Args:
+        step: the number of steps taken so far.
+        base_lr: the peak learning rate, reached at the last warmup step.
+        warmup_steps: steps of linear warmup (0 for none).
+        total_steps: the step at which the cosine reaches min_lr.
+        min_lr: the final learning rate.
+
+    Returns:
+        The learning rate as a float.
 
     Example:
         >>> [round(warmup_cosine(s, 1.0, 2, 6), 3) for s in range(7)]
         [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
     """
-    if warmup_steps < 0 or total_steps < warmup_steps:
-        raise ValueError(f"warmup_cosine: need 0 <= warmup_steps <= total_steps, got "
-                         f"warmup_steps={warmup_steps}, total_steps={total_steps}")
+    if warmup_steps < 0 or step < 0:
+        raise ValueError(f"warmup_cosine: need step >= 0 and warmup_steps >= 0, got "
+                         f"step={step}, warmup_steps={warmup_steps}")
     if step < warmup_steps:
         return base_lr * (step + 1) / warmup_steps
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
