@@ -27,6 +27,12 @@ def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):
                      "--out", str(out)]) == 0
     folded = out.read_text()
     assert "TransformerBlock" in folded and "scaled_dot_product_attention" not in folded
+    assert cli.main(["graph", "--example", "model", "--collapse", "blocks.1", "MultiHeadAttention",
+                     "--out", str(out)]) == 0
+    folded = out.read_text()
+    assert "blocks.1" in folded and "blocks.1.attn" not in folded and "blocks.0.attn" in folded
+    assert cli.main(["graph", "--example", "model", "--collapse", "blocks", "--out", str(out)]) == 2
+    assert "tinygrad-attn graph: draw_graph: collapse= takes" in capsys.readouterr().err
 
 
 def test_step_all_lists_every_op_in_order(capsys):

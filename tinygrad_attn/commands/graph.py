@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 
 from .. import nn, viz
@@ -19,9 +20,13 @@ COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.Transform
 def run(args: argparse.Namespace) -> int:
     loss, _ = DEMOS[args.example]()
     loss.backward()
-    collapse = [COLLAPSIBLE[name] for name in args.collapse] or None
+    collapse = [COLLAPSIBLE.get(name, name) for name in args.collapse] or None
     start = time.perf_counter()
-    path = viz.render(loss, args.out, show_grads=not args.no_grads, collapse=collapse)
+    try:
+        path = viz.render(loss, args.out, show_grads=not args.no_grads, collapse=collapse)
+    except ValueError as error:         # a bad --collapse or --out: say so, no traceback
+        print(f"tinygrad-attn graph: {error}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - start
     source = viz.draw_graph(loss, collapse=collapse).source
     nodes = len(re.findall(r"^\t+(\w+|\"[^\"]+\") \[label=", source, re.M))
@@ -33,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = example_parser(subparsers, "graph", "draw an example's computation graph", __doc__, "mha")
     parser.add_argument("--out", default="graph.svg", help="output file, .svg or .png (default graph.svg)")
-    parser.add_argument("--collapse", nargs="*", default=[], choices=sorted(COLLAPSIBLE),
-                        metavar="MODULE", help=f"module classes drawn as one node each: "
-                        f"{', '.join(sorted(COLLAPSIBLE))}")
+    parser.add_argument("--collapse", nargs="*", default=[], metavar="MODULE",
+                        help=f"modules drawn as one node each: class names "
+                        f"({', '.join(sorted(COLLAPSIBLE))}) or dotted paths (blocks.1)")
     parser.add_argument("--no-grads", action="store_true", help="leave gradient norms out")
     parser.set_defaults(run=run)
