@@ -75,7 +75,7 @@ class MultiHeadAttention(Module):
 
         Returns:
             The output shaped like `x`, or (output, weights (batch, num_heads, n_q, n_k)), the
-            weights (num_heads, n_q, n_k) for unbatched input.
+            weights (num_heads, n_q, n_k) for unbatched input (before any dropout).
         """
         d_model = self.num_heads * self.d_head
         context = x if context is None else context
