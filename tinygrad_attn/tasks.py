@@ -1,21 +1,11 @@
 """Toy sequence tasks for a decoder-only transformer: copy, reverse, sort, add.
 
-Every task shares one vocabulary: the digits 0-9 (ids 0-9), "+" (10), "=" (11), "|" (12, ends a
-list prompt), "." (13, ends an answer) and "_" (14, padding). A sequence is a prompt followed by
-its answer; the model learns next-token prediction, and the loss counts only the answer tokens
-(every other target is ``IGNORE``). A fixed 5% of all prompts (chosen by a CRC32 hash) is held
+Every task shares one vocabulary of 15 tokens: the digits 0-9 (ids 0-9), "+" (10), "=" (11),
+"|" (12, ends a list prompt), "." (13, ends an answer) and "_" (14, padding). A sequence is a
+prompt followed by its answer; the model learns next-token prediction, and the loss counts only
+the answer tokens (every other target is ``IGNORE``). Each task's class docstring shows its
+encoding on one example. A fixed 5% of all prompts (chosen by the CRC32 of their tokens) is held
 out: training batches never contain them, and accuracy is measured on them.
-
-The four tasks, each with one encoded example (prompt → answer, then the ids):
-
-- ``copy``: a list of 1-8 digits, repeated: ``3 1 4 |  →  3 1 4 .`` is ids
-  ``[3, 1, 4, 12] → [3, 1, 4, 13]``.
-- ``reverse``: the list backwards: ``3 1 4 |  →  4 1 3 .`` is ``[3, 1, 4, 12] → [4, 1, 3, 13]``.
-- ``sort``: the list in ascending order: ``3 1 4 |  →  1 3 4 .`` is
-  ``[3, 1, 4, 12] → [1, 3, 4, 13]``.
-- ``add``: two zero-padded 3-digit numbers and their 4-digit sum, least significant digit first:
-  42 + 199 = 241 is ``0 4 2 + 1 9 9 =  →  1 4 2 0 .``, ids
-  ``[0, 4, 2, 10, 1, 9, 9, 11] → [1, 4, 2, 0, 13]``.
 
 A training pair is the whole sequence shifted by one: ``ids = seq[:-1]``, ``targets = seq[1:]``
 with every target before the answer (and every padding target) set to ``IGNORE``.
@@ -25,15 +15,11 @@ Example:
     >>> prompt = task.parse("3 1 4")
     >>> prompt, task.solve(prompt)
     ([3, 1, 4, 12], [4, 1, 3, 13])
-    >>> get_task("add").solve(get_task("add").parse("42 + 199"))
-    [1, 4, 2, 0, 13]
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,18 +28,33 @@ PLUS, EQUALS, SEP, END, PAD = range(10, 15)
 IGNORE = -100
 
 
-@dataclass(frozen=True)
 class Task:
-    """A prompt generator and its solver, with the encoding shown in `example`."""
+    """A prompt generator and its solver; subclasses document their encoding on one example.
+
+    Attributes:
+        name: the task's name on the command line.
+        summary: one line for ``--help``.
+        example: the docstring's example as text (prompt → answer).
+        max_prompt, max_answer: the longest prompt and answer, in tokens (the answer ends in ".").
+    """
 
     name: str
     summary: str
     example: str
     max_prompt: int
     max_answer: int
-    draw: Callable[[np.random.Generator], list[int]]
-    solve: Callable[[list[int]], list[int]]
-    parse: Callable[[str], list[int]]
+
+    def draw(self, rng: np.random.Generator) -> list[int]:
+        """One random prompt (held out or not)."""
+        raise NotImplementedError
+
+    def solve(self, prompt: list[int]) -> list[int]:
+        """The answer tokens for `prompt`, ending with END."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> list[int]:
+        """The prompt for a human-written input such as "3 1 2"; ValueError if it is not one."""
+        raise NotImplementedError
 
     @property
     def seq_len(self) -> int:
@@ -70,7 +71,13 @@ class Task:
         return self.encode(prompts)
 
     def encode(self, prompts: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """Inputs and targets for teacher forcing, padded; targets are IGNORE except answers."""
+        """Inputs and targets for teacher forcing, padded; targets are IGNORE except answers.
+
+        Example:
+            >>> ids, targets = get_task("copy").encode([[7, SEP]])
+            >>> decode(ids[0, :4]), targets[0, :4].tolist()
+            ('7 | 7 .', [-100, 7, 13, -100])
+        """
         ids = np.full((len(prompts), self.seq_len + 1), PAD)
         targets = np.full((len(prompts), self.seq_len), IGNORE)
         for row, prompt in enumerate(prompts):
@@ -102,75 +109,137 @@ def decode(ids: list[int] | np.ndarray) -> str:
     return " ".join(VOCAB[int(i)] for i in ids)
 
 
-def _digits(text: str) -> list[int]:
-    tokens = text.replace(",", " ").split()
-    if not tokens or not all(t.isdigit() and len(t) == 1 for t in tokens):
-        raise ValueError(f"expected single digits separated by spaces, like '3 1 2', got {text!r}")
-    return [int(t) for t in tokens]
-
-
-def _list_task(name: str, summary: str, example: str, solve: Callable[[list[int]], list[int]],
-               max_len: int) -> Task:
-    def draw(rng: np.random.Generator) -> list[int]:
-        return rng.integers(0, 10, rng.integers(1, max_len + 1)).tolist() + [SEP]
-
-    def parse(text: str) -> list[int]:
-        digits = _digits(text.rstrip(" |"))
-        if len(digits) > max_len:
-            raise ValueError(f"{name}: at most {max_len} digits, got {len(digits)}")
-        return digits + [SEP]
-
-    return Task(name, summary, example, max_len + 1, max_len + 1, draw,
-                lambda prompt: solve(prompt[:-1]) + [END], parse)
-
-
 LIST_LEN = 8
 ADD_DIGITS = 3
 
 
-def _draw_add(rng: np.random.Generator) -> list[int]:
-    a, b = rng.integers(0, 10**ADD_DIGITS, 2)
-    return _add_prompt(int(a), int(b))
+class _ListTask(Task):
+    """A list of 1 to LIST_LEN digits, then "|"; the answer is a list of digits, then "."."""
+
+    max_prompt = max_answer = LIST_LEN + 1
+
+    def transform(self, digits: list[int]) -> list[int]:
+        raise NotImplementedError
+
+    def draw(self, rng: np.random.Generator) -> list[int]:
+        return rng.integers(0, 10, rng.integers(1, LIST_LEN + 1)).tolist() + [SEP]
+
+    def solve(self, prompt: list[int]) -> list[int]:
+        return self.transform(prompt[:-1]) + [END]
+
+    def parse(self, text: str) -> list[int]:
+        tokens = text.replace(",", " ").rstrip(" |").split()
+        if not tokens or not all(t.isdigit() and len(t) == 1 for t in tokens):
+            raise ValueError(f"{self.name}: expected single digits separated by spaces, like '3 1 2', "
+                             f"got {text!r}")
+        if len(tokens) > LIST_LEN:
+            raise ValueError(f"{self.name}: at most {LIST_LEN} digits, got {len(tokens)}")
+        return [int(t) for t in tokens] + [SEP]
 
 
-def _add_prompt(a: int, b: int) -> list[int]:
-    digits = lambda n: [int(c) for c in f"{n:0{ADD_DIGITS}d}"]
-    return digits(a) + [PLUS] + digits(b) + [EQUALS]
+class Copy(_ListTask):
+    """copy: repeat a list of 1-8 digits.
+
+    ``3 1 4 |`` → ``3 1 4 .``, i.e. ids ``[3, 1, 4, 12]`` → ``[3, 1, 4, 13]``; the model reads
+    ``3 1 4 | 3 1 4`` and is scored on the targets ``3 1 4 .`` after the ``|``.
+
+        >>> Copy().solve([3, 1, 4, SEP])
+        [3, 1, 4, 13]
+    """
+
+    name, summary, example = "copy", f"repeat a list of 1-{LIST_LEN} digits", "3 1 4 1 5 |  →  3 1 4 1 5 ."
+
+    def transform(self, digits: list[int]) -> list[int]:
+        return list(digits)
 
 
-def _solve_add(prompt: list[int]) -> list[int]:
-    a = int("".join(map(str, prompt[:ADD_DIGITS])))
-    b = int("".join(map(str, prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])))
-    return [int(c) for c in reversed(f"{a + b:0{ADD_DIGITS + 1}d}")] + [END]
+class Reverse(_ListTask):
+    """reverse: a list of 1-8 digits backwards.
+
+    ``3 1 4 |`` → ``4 1 3 .``, i.e. ids ``[3, 1, 4, 12]`` → ``[4, 1, 3, 13]``.
+
+        >>> Reverse().solve([3, 1, 4, SEP])
+        [4, 1, 3, 13]
+    """
+
+    name, summary, example = ("reverse", f"reverse a list of 1-{LIST_LEN} digits",
+                              "3 1 4 1 5 |  →  5 1 4 1 3 .")
+
+    def transform(self, digits: list[int]) -> list[int]:
+        return digits[::-1]
 
 
-def _parse_add(text: str) -> list[int]:
-    parts = text.replace("=", " ").replace(" ", "").split("+")
-    if len(parts) != 2 or not all(p.isdigit() and len(p) <= ADD_DIGITS for p in parts):
-        raise ValueError(f"add: expected 'a + b' with numbers of at most {ADD_DIGITS} digits, got {text!r}")
-    return _add_prompt(int(parts[0]), int(parts[1]))
+class Sort(_ListTask):
+    """sort: a list of 1-8 digits in ascending order (repeats kept).
+
+    ``3 1 4 1 |`` → ``1 1 3 4 .``, i.e. ids ``[3, 1, 4, 1, 12]`` → ``[1, 1, 3, 4, 13]``.
+
+        >>> Sort().solve([3, 1, 4, 1, SEP])
+        [1, 1, 3, 4, 13]
+    """
+
+    name, summary, example = ("sort", f"sort a list of 1-{LIST_LEN} digits ascending",
+                              "3 1 4 1 5 |  →  1 1 3 4 5 .")
+
+    def transform(self, digits: list[int]) -> list[int]:
+        return sorted(digits)
 
 
-TASKS: dict[str, Task] = {
-    "copy": _list_task(
-        "copy", f"repeat a list of 1-{LIST_LEN} digits",
-        "3 1 4 1 5 |  →  3 1 4 1 5 .", lambda d: list(d), LIST_LEN),
-    "reverse": _list_task(
-        "reverse", f"reverse a list of 1-{LIST_LEN} digits",
-        "3 1 4 1 5 |  →  5 1 4 1 3 .", lambda d: d[::-1], LIST_LEN),
-    "sort": _list_task(
-        "sort", f"sort a list of 1-{LIST_LEN} digits ascending",
-        "3 1 4 1 5 |  →  1 1 3 4 5 .", sorted, LIST_LEN),
-    "add": Task(
-        "add", f"add two numbers of up to {ADD_DIGITS} digits; the sum is written least significant "
-        "digit first (as minGPT's adder), so each digit needs only the carry from the one before",
-        "0 4 2 + 1 9 9 =  →  1 4 2 0 .  (42 + 199 = 241)",
-        2 * ADD_DIGITS + 2, ADD_DIGITS + 2, _draw_add, _solve_add, _parse_add),
-}
+class Add(Task):
+    """add: two numbers of up to 3 digits; the sum is written least significant digit first.
+
+    As in minGPT's adder, both numbers are zero-padded to 3 digits and the sum to 4, and the sum
+    is reversed so that each digit needs only the carry from the digit written before it.
+    42 + 199 = 241 is the prompt ``0 4 2 + 1 9 9 =`` and the answer ``1 4 2 0 .``, i.e. ids
+    ``[0, 4, 2, 10, 1, 9, 9, 11]`` → ``[1, 4, 2, 0, 13]``.
+
+        >>> add = Add()
+        >>> add.parse("42 + 199")
+        [0, 4, 2, 10, 1, 9, 9, 11]
+        >>> add.solve(add.parse("42 + 199"))
+        [1, 4, 2, 0, 13]
+    """
+
+    name = "add"
+    summary = (f"add two numbers of up to {ADD_DIGITS} digits; the {ADD_DIGITS + 1}-digit sum is written "
+               "least significant digit first")
+    example = "0 4 2 + 1 9 9 =  →  1 4 2 0 .  (42 + 199 = 241)"
+    max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
+
+    def draw(self, rng: np.random.Generator) -> list[int]:
+        a, b = rng.integers(0, 10**ADD_DIGITS, 2)
+        return self._prompt(int(a), int(b))
+
+    def solve(self, prompt: list[int]) -> list[int]:
+        a = int("".join(map(str, prompt[:ADD_DIGITS])))
+        b = int("".join(map(str, prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])))
+        return [int(c) for c in reversed(f"{a + b:0{ADD_DIGITS + 1}d}")] + [END]
+
+    def parse(self, text: str) -> list[int]:
+        parts = text.replace("=", " ").replace(" ", "").split("+")
+        if len(parts) != 2 or not all(p.isdigit() and len(p) <= ADD_DIGITS for p in parts):
+            raise ValueError(f"add: expected 'a + b' with numbers of at most {ADD_DIGITS} digits, "
+                             f"got {text!r}")
+        return self._prompt(int(parts[0]), int(parts[1]))
+
+    @staticmethod
+    def _prompt(a: int, b: int) -> list[int]:
+        digits = lambda n: [int(c) for c in f"{n:0{ADD_DIGITS}d}"]
+        return digits(a) + [PLUS] + digits(b) + [EQUALS]
 
 
-def get_task(name: str) -> Task:
-    """The task called `name`; raises ValueError naming the known tasks."""
+TASKS: dict[str, Task] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
+
+
+def get_task(name: str | Task) -> Task:
+    """The task called `name` (a Task passes through); raises ValueError naming the known tasks.
+
+    Example:
+        >>> get_task("sort").max_prompt, get_task("add").max_answer
+        (9, 5)
+    """
+    if isinstance(name, Task):
+        return name
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
     return TASKS[name]

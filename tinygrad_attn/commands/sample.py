@@ -5,26 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..checkpoint import load_run
 from ..errors import CheckpointError
-from ..tasks import decode, get_task
+from ..tasks import decode
 from ..train import answer
-from .train import load_run
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        state, config = load_run(args.checkpoint)
+        model, _, _, task = load_run(args.checkpoint, args.device)
     except CheckpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    task = get_task(config.task)
     try:
         prompt = task.parse(args.input)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    state.model.eval()
-    predicted = answer(state.model, task, [prompt])[0]
+    predicted = answer(model, task, [prompt])[0]
     expected = task.solve(prompt)
     print(f"{decode(prompt)}  →  {decode(predicted)}")
     if predicted != expected:
@@ -37,4 +35,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     parser.add_argument("checkpoint", help="a checkpoint.npz written by `tinygrad-attn train`")
     parser.add_argument("input", help="digits like \"3 1 2\" (copy, reverse, sort) or \"42 + 199\" (add)")
+    parser.add_argument("--device", help="cpu or cuda (default: the device it was trained on)")
     parser.set_defaults(run=run)

@@ -1,8 +1,8 @@
 """``tinygrad-attn train TASK``: train a TinyTransformer on a toy task and report what it learned.
 
-Writes to the output folder: checkpoint.npz (weights, optimizer, data stream, config),
-metrics.json, loss.png and attention.png (a layer × head grid of attention heatmaps for one
-held-out example).
+Writes to the output folder: checkpoint.npz (weights, optimizer state, step, losses, config and
+the random generators' states), metrics.json, loss.png and attention.png (a layer × head grid of
+attention heatmaps for one held-out example).
 """
 
 from __future__ import annotations
@@ -18,22 +18,14 @@ import numpy as np
 
 from .. import checkpoint, plots
 from ..errors import CheckpointError
-from ..tasks import TASKS, decode, get_task
-from ..train import (
-    TrainConfig,
-    TrainState,
-    accuracy,
-    build,
-    config_from_dict,
-    restore_rng_states,
-    rng_states,
-    train,
-)
+from ..tasks import TASKS, VOCAB, decode, get_task
+from ..train import History, TrainConfig, TrainState, accuracy, make_model, train
 
 _FLAGS = {  # flag -> (config field, type, help)
     "--steps": ("steps", int, "optimizer steps in all"),
     "--batch-size": ("batch_size", int, "sequences per step"),
     "--lr": ("lr", float, "peak learning rate (linear warmup, then cosine decay)"),
+    "--warmup": ("warmup", int, "warmup steps"),
     "--seed": ("seed", int, "seeds the initial weights and the training batches"),
     "--d-model": ("d_model", int, "model width"),
     "--heads": ("num_heads", int, "attention heads per layer"),
@@ -42,104 +34,101 @@ _FLAGS = {  # flag -> (config field, type, help)
     "--device": ("device", str, "cpu (NumPy) or cuda (CuPy)"),
     "--eval-size": ("eval_size", int, "held-out prompts for the final accuracy"),
 }
+# A resumed run keeps the model and the random streams it was started with.
+_FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size")
 
 
-def save_run(path: Path, state: TrainState, config: TrainConfig) -> None:
-    arrays = {f"model/{k}": v for k, v in state.model.state_dict().items()}
-    arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
-    arrays["losses"] = np.array(state.losses)
-    checkpoint.save(path, arrays, {"config": dataclasses.asdict(config), "step": state.step,
-                                   "rng": rng_states(state)})
-
-
-def load_run(path: Path) -> tuple[TrainState, TrainConfig]:
-    """The model, optimizer, data stream and losses of a checkpoint, with its config."""
-    arrays, meta = checkpoint.load(path)
-    config = config_from_dict(meta["config"])
-    state = build(config)
-    state.model.load_state_dict({k[6:]: v for k, v in arrays.items() if k.startswith("model/")})
-    state.optimizer.load_state_dict({k[6:]: v for k, v in arrays.items() if k.startswith("optim/")})
-    state.step, state.losses = int(meta["step"]), arrays["losses"].tolist()
-    restore_rng_states(state, meta["rng"])
-    return state, config
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.out or f"runs/{args.task}")
+    task = get_task(args.task)
+    out = Path(args.out or f"runs/{task.name}")
     overrides = {field: getattr(args, field) for field, _, _ in _FLAGS.values()
                  if getattr(args, field) is not None}
-    if args.resume:
-        resume = Path(args.resume)
-        try:
-            state, config = load_run(resume / "checkpoint.npz" if resume.is_dir() else resume)
-        except CheckpointError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        if config.task != args.task:
-            print(f"error: {resume} is a {config.task!r} checkpoint, not {args.task!r}", file=sys.stderr)
-            return 2
-        config = dataclasses.replace(config, **overrides)
-    else:
-        config = dataclasses.replace(TrainConfig(task=args.task), **overrides)
-        state = build(config)
-    task = get_task(config.task)
+    try:
+        if args.resume:
+            resume = Path(args.resume)
+            model, state, config, saved_task = checkpoint.load_run(
+                resume / "checkpoint.npz" if resume.is_dir() else resume, overrides.get("device"))
+            if saved_task.name != task.name:
+                return _fail(f"{resume} is a {saved_task.name!r} checkpoint, not {task.name!r}")
+            changed = [f for f in _FIXED_ON_RESUME if f in overrides and overrides[f] != getattr(config, f)]
+            if changed:
+                return _fail(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
+                             + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
+            config = dataclasses.replace(config, **overrides)
+            config.validate()
+        else:
+            config = TrainConfig.for_task(task, **overrides)
+            model = make_model(task, config)
+            state = TrainState.fresh(model, config)
+    except (CheckpointError, ValueError) as e:
+        return _fail(str(e))
     path = out / "checkpoint.npz"
 
     from tqdm import tqdm
 
     bar = tqdm(total=config.steps, initial=state.step, desc=f"train {task.name}", unit="step",
                file=sys.stderr, mininterval=0.5)
-    running: list[float] = []
 
-    def on_step(step: int, loss: float) -> None:
-        running.append(loss)
+    def on_step(step: int, history: History) -> None:
         bar.update(1)
         if step % 10 == 0:
-            bar.set_postfix(loss=f"{np.mean(running[-50:]):.4f}")
+            bar.set_postfix(loss=f"{np.mean(history.loss[-50:]):.4f}")
         if args.save_every and step % args.save_every == 0:
-            save_run(path, state, config)
+            checkpoint.save_run(path, model, state, config, task)
 
     start = time.perf_counter()
     try:
-        train(state, config, on_step=on_step, stop_after=args.stop_after)
+        train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
     except KeyboardInterrupt:
         bar.close()
-        save_run(path, state, config)
+        checkpoint.save_run(path, model, state, config, task)
         print(f"interrupted at step {state.step}; resume with --resume {path}", file=sys.stderr)
         return 130
     bar.close()
     seconds = time.perf_counter() - start
-    save_run(path, state, config)
+    checkpoint.save_run(path, model, state, config, task)
     if state.step < config.steps:
         print(f"stopped at step {state.step} of {config.steps}; resume with --resume {path}")
         return 0
 
     held_out = task.held_out(config.eval_size)
-    acc = accuracy(state.model, task, held_out)
+    acc = accuracy(model, task, held_out)
+    losses = state.history.loss
     metrics = {"task": task.name, "steps": state.step, "train_seconds": round(seconds, 2),
                "held_out_exact_match": acc, "held_out_size": len(held_out),
-               "final_loss": float(np.mean(state.losses[-50:])), "config": dataclasses.asdict(config),
-               "losses": state.losses}
+               "final_loss": float(np.mean(losses[-50:])), "config": dataclasses.asdict(config),
+               **dataclasses.asdict(state.history)}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
-    plots.loss_curve(state.losses, out / "loss.png", f"{task.name}: training loss")
+    plots.loss_curve(losses, out / "loss.png", f"{task.name}: training loss")
     shown = max(held_out, key=len)
-    example = shown + task.solve(shown)
-    maps = [m.numpy()[0] for m in state.model.attention_maps(np.array([example[:-1]]))]
+    example = shown + task.solve(shown)       # the model reads all but the last token
+    maps = [m.numpy()[0] for m in model.attention_maps(np.array([example[:-1]]))]
     plots.attention_grid(maps, decode(example[:-1]).split(), out / "attention.png",
-                         f"{task.name}: attention on held-out '{decode(shown)}'")
+                         f"{task.name}: attention (rows: queries, columns: keys) on held-out "
+                         f"'{decode(shown)}'")
     print(f"{task.name}: held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences "
-          f"after {state.step} steps ({seconds:.1f} s); wrote {out}/")
+          f"after {state.step} steps ({seconds:.1f} s of training); wrote {out}/")
     return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    tasks = "\n".join(f"  {t.name:8s} {t.summary}; e.g. {t.example}" for t in TASKS.values())
+    tasks = "\n".join(
+        f"  {t.name:8s} {t.summary};\n"
+        f"           prompt ≤ {t.max_prompt} tokens, answer ≤ {t.max_answer} (with its '.'), "
+        f"e.g. {t.example}" for t in TASKS.values())
     parser = subparsers.add_parser(
         "train", help="train a tiny transformer on a toy task",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"tasks (vocabulary: digits 0-9, + = | . and _ for padding):\n{tasks}\n\n"
-               "Exact-match accuracy is measured by greedy decoding on held-out prompts (a fixed "
-               "5%% of all prompts that training never sees).")
+        epilog=f"tasks (vocabulary of {len(VOCAB)} tokens: digits 0-9, '+', '=', '|' ends a list, "
+               f"'.' ends an answer, '_' pads):\n{tasks}\n\n"
+               "The loss counts only answer tokens. Exact-match accuracy is measured by greedy "
+               "decoding (token by token)\non held-out prompts: a fixed 5% of all prompts that "
+               "training never sees.")
     parser.add_argument("task", choices=sorted(TASKS), help="which toy task")
     defaults = TrainConfig()
     for flag, (field, kind, text) in _FLAGS.items():
@@ -147,7 +136,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             help=f"{text} (default {getattr(defaults, field)})")
     parser.add_argument("--out", help="output folder (default runs/TASK)")
     parser.add_argument("--resume", metavar="CHECKPOINT",
-                        help="continue from a checkpoint file or run folder; flags given override its config")
+                        help="continue from a checkpoint file or run folder with the same losses "
+                             "as an uninterrupted run; --steps, --lr, --eval-size and --device may change")
     parser.add_argument("--save-every", type=int, default=500, metavar="N",
                         help="write the checkpoint every N steps (default 500; 0: only at the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",

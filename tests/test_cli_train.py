@@ -1,0 +1,82 @@
+"""The `train` and `sample` commands: the files a run writes, `--resume` giving exactly the losses
+of an uninterrupted run, the help text, and clear errors for bad checkpoints and flags."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tinygrad_attn import checkpoint, cli
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
+
+
+def test_train_writes_checkpoint_metrics_and_plots_and_sample_answers(tmp_path, capsys):
+    out = tmp_path / "copy"
+    assert cli.main(["train", "copy", "--steps", "300", "--eval-size", "200", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "copy: held-out exact-match accuracy" in printed.out and "loss=" in printed.err  # tqdm
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["held_out_exact_match"] >= 0.95 and metrics["held_out_size"] == 200
+    assert metrics["steps"] == 300 and len(metrics["loss"]) == len(metrics["lr"]) == 300
+    assert metrics["loss"][-1] < 0.05 < metrics["loss"][0]
+    assert f"{metrics['held_out_exact_match']:.2%}" in printed.out
+    assert (out / "loss.png").read_bytes()[:8] == PNG and (out / "attention.png").read_bytes()[:8] == PNG
+
+    arrays, meta = checkpoint.load(out / "checkpoint.npz")
+    assert meta["task"] == "copy" and meta["step"] == 300 and meta["config"]["steps"] == 300
+    assert {"model/head.weight", "optim/steps", "history/loss"} <= set(arrays)
+    assert set(meta["rng"]) == {"data", "library"}
+
+    assert cli.main(["sample", str(out / "checkpoint.npz"), "7 0 3 3"]) == 0
+    assert capsys.readouterr().out == "7 0 3 3 |  →  7 0 3 3 .\n"
+
+
+def test_resume_gives_the_same_losses_as_an_uninterrupted_run(tmp_path):
+    flags = ["train", "reverse", "--steps", "30", *SMALL]
+    assert cli.main(flags + ["--out", str(tmp_path / "whole")]) == 0
+    assert cli.main(flags + ["--out", str(tmp_path / "split"), "--stop-after", "15"]) == 0
+    assert not (tmp_path / "split" / "metrics.json").exists()
+    assert checkpoint.load(tmp_path / "split" / "checkpoint.npz")[1]["step"] == 15
+    assert cli.main(["train", "reverse", "--out", str(tmp_path / "split"),
+                     "--resume", str(tmp_path / "split")]) == 0
+    whole, split = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("whole", "split"))
+    assert len(split["loss"]) == 30
+    assert split["loss"] == whole["loss"] and split["grad_norm"] == whole["grad_norm"]
+    assert split["held_out_exact_match"] == whole["held_out_exact_match"]
+    weights = [checkpoint.load(tmp_path / d / "checkpoint.npz")[0] for d in ("whole", "split")]
+    for name, value in weights[0].items():
+        np.testing.assert_array_equal(weights[1][name], value, err_msg=name)
+
+
+def test_help_states_lengths_and_vocabulary(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = capsys.readouterr().out
+    assert "vocabulary of 15 tokens" in text and "1-8 digits" in text
+    assert "prompt ≤ 8 tokens, answer ≤ 5" in text and "0 4 2 + 1 9 9 =  →  1 4 2 0 ." in text
+
+
+def test_bad_checkpoints_inputs_and_flags_are_clear_errors(tmp_path, capsys):
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    assert cli.main(["sample", str(tmp_path / "bad.npz"), "1 2"]) == 2
+    assert "bad.npz: not a readable tinygrad_attn checkpoint" in capsys.readouterr().err
+    np.savez(tmp_path / "foreign.npz", x=np.zeros(1))
+    assert cli.main(["train", "copy", "--resume", str(tmp_path / "foreign.npz")]) == 2
+    assert "foreign.npz: not a tinygrad_attn checkpoint" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["train", "juggle"])
+    capsys.readouterr()
+
+    run = tmp_path / "run"
+    assert cli.main(["train", "sort", "--steps", "2", *SMALL, "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert cli.main(["train", "copy", "--resume", str(run)]) == 2
+    assert "is a 'sort' checkpoint, not 'copy'" in capsys.readouterr().err
+    assert cli.main(["train", "sort", "--resume", str(run), "--d-model", "32"]) == 2
+    assert "cannot change d_model when resuming (the checkpoint has d_model=16)" in capsys.readouterr().err
+    assert cli.main(["sample", str(run / "checkpoint.npz"), "1 2 x"]) == 2
+    assert "sort: expected single digits" in capsys.readouterr().err
+    assert cli.main(["train", "copy", "--heads", "3"]) == 2
+    assert "d_model 64 is not divisible by num_heads 3" in capsys.readouterr().err
