@@ -45,7 +45,7 @@ tokens = model.generate(np.array(prompt), task.max_answer).numpy()[len(prompt):]
 print("  ", decode(prompt), "→", decode(tokens[:tokens.index(END) + 1] if END in tokens else tokens))
 
 # 2. The same with train(): it reports through a callback and returns the history.
-config = TrainConfig.for_task("copy", steps=STEPS, warmup=50)
+config = TrainConfig(steps=STEPS, warmup=50)
 model = make_model(task, config)
 history = train(model, task, config,
                 on_step=lambda step, h: step % 100 == 0 and print(f"step {step}  loss {h.loss[-1]:.4f}"))

@@ -56,7 +56,7 @@ def test_pickled_objects_are_refused(tmp_path):
 
 
 def test_a_run_whose_arrays_do_not_fit_its_config_is_refused(tmp_path):
-    config = TrainConfig.for_task("copy", d_model=16, num_heads=2, num_layers=1)
+    config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
     model = make_model("copy", config)
     path = checkpoint.save_run(tmp_path / "c.npz", model, TrainState.fresh(model, config), config,
                                get_task("copy"))

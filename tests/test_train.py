@@ -17,7 +17,7 @@ TINY = dict(steps=24, d_model=16, num_heads=2, num_layers=1, batch_size=16, warm
 
 def test_reverse_learns_within_400_steps():
     """The threshold test: a small model on the held-out reverse prompts (~10 s)."""
-    config = TrainConfig.for_task("reverse", steps=400, d_model=32, batch_size=32, warmup=40)
+    config = TrainConfig(steps=400, d_model=32, batch_size=32, warmup=40)
     model = make_model("reverse", config)
     history = train(model, "reverse", config)
     assert np.mean(history.loss[:10]) > 1.5 and np.mean(history.loss[-10:]) < 0.05
@@ -25,7 +25,7 @@ def test_reverse_learns_within_400_steps():
 
 
 def test_runs_are_deterministic_given_the_seed():
-    config = TrainConfig.for_task("sort", **TINY)
+    config = TrainConfig(**TINY)
     first = train(make_model("sort", config), "sort", config)
     second = train(make_model("sort", config), "sort", config)
     assert first == second and len(first.loss) == 24
@@ -34,7 +34,7 @@ def test_runs_are_deterministic_given_the_seed():
 
 
 def test_history_and_callback_follow_the_schedule():
-    config = TrainConfig.for_task("add", **TINY)
+    config = TrainConfig(**TINY)
     seen = []
     history = train(make_model("add", config), "add", config,
                     on_step=lambda step, h: seen.append((step, h.loss[-1])))
@@ -44,7 +44,7 @@ def test_history_and_callback_follow_the_schedule():
 
 
 def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path):
-    config = TrainConfig.for_task("copy", dropout=0.1, **TINY)   # dropout draws from the library RNG
+    config = TrainConfig(dropout=0.1, **TINY)   # dropout draws from the library RNG
     whole_model = make_model("copy", config)
     whole = train(whole_model, "copy", config)
 
@@ -85,4 +85,7 @@ def test_accuracy_is_exact_match_of_the_generated_answer_through_the_end_token()
                                         (dict(lr=-1.0), "lr > 0")])
 def test_bad_configs_are_refused_before_training(bad, match):
     with pytest.raises(ValueError, match=match):
-        TrainConfig.for_task("copy", **bad)
+        TrainConfig(**bad)
+    config = TrainConfig()
+    with pytest.raises(ValueError, match="steps must be at least 1"):
+        dataclasses.replace(config, steps=-3)

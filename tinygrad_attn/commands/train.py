@@ -60,9 +60,8 @@ def run(args: argparse.Namespace) -> int:
                 return _fail(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
                              + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
             config = dataclasses.replace(config, **overrides)
-            config.validate()
         else:
-            config = TrainConfig.for_task(task, **overrides)
+            config = TrainConfig(**overrides)
             model = make_model(task, config)
             state = TrainState.fresh(model, config)
     except (CheckpointError, ValueError) as e:
