@@ -290,9 +290,9 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     # The weights are asked for, so the (n_q, n_k) matrix is held whatever the kernel: build it
     # from registered ops, which keeps both results differentiable.
     if is_causal:
-        causal = attention_ops.causal_keep(xp_for(q.device), n_q, n_k)
-        keep = Tensor(attention_ops.combine_keep(xp_for(q.device), None if keep is None else keep.data,
-                                                 causal), device=q.device)
+        causal = attention_ops.causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
+        keep = Tensor(attention_ops.combine_keep(None if keep is None else keep.data, causal),
+                      device=q.device)
     scores = (q @ k.swapaxes(-1, -2)) * scale                           # (..., Tq, Tk)
     weights = engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1)
     return weights @ v, weights

@@ -18,20 +18,28 @@ FORMULA = ("dQ = scale · dS K,  dS = P ⊙ (dP − rowsum(dP ⊙ P)),  dP = dO 
 
 _PADDED = np.array([[True, True, True, False, False]])
 _ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])
+_FLOAT_ROW_MASKED = np.array([[0.0, 0.0, 0.0], [-np.inf] * 3, [1.0, -np.inf, -0.5], [0.0] * 3, [0.3] * 3])
+# Plain; causal; n_q < n_k with a fully masked row; broadcast batch axes with padding, a float
+# mask and causal; n_q > n_k causal with a float mask whose row 1 is all −inf.
 CASES = (Case((3, 4), (3, 4), (3, 2), None, None, params={"scale": 0.5, "is_causal": False}),
          Case((5, 3), (5, 3), (5, 2), None, None, params={"scale": 0.6, "is_causal": True}),
          Case((4, 3), (5, 3), (5, 2), _ROW_MASKED, None, params={"scale": 0.6, "is_causal": False}),
          Case((2, 3, 3), (1, 5, 3), (2, 5, 4), _PADDED, np.array([[0.5, -1.0, 0.0, 2.0, 0.1]]),
-              params={"scale": 0.4, "is_causal": True}))
+              params={"scale": 0.4, "is_causal": True}),
+         Case((5, 3), (3, 3), (3, 2), None, _FLOAT_ROW_MASKED, params={"scale": 0.7, "is_causal": True}))
 
 
-def causal_keep(xp, n_q: int, n_k: int, start: int = 0, stop: int | None = None):
-    """(n_q, stop − start) booleans: query i may see key j when j ≤ i (aligned top-left)."""
-    stop = n_k if stop is None else stop
-    return xp.arange(n_q)[:, None] >= xp.arange(start, stop)[None, :]
+def causal_keep(xp, rows: slice, cols: slice):
+    """Booleans (rows, cols) for query rows × key columns: query i sees key j when j ≤ i.
+
+    Queries and keys are aligned top-left (as in PyTorch), also when n_q ≠ n_k: with more keys
+    than queries the last keys are seen by nobody; with more queries, the late ones see every key.
+    """
+    return xp.arange(rows.start, rows.stop)[:, None] >= xp.arange(cols.start, cols.stop)[None, :]
 
 
-def combine_keep(xp, keep, causal):
+def combine_keep(keep, causal):
+    """The user's keep mask (or None) and the causal one: a position takes part if both allow it."""
     return causal if keep is None else keep & causal
 
 
@@ -47,7 +55,7 @@ class ScaledDotProductAttention(Op):
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal):
         xp = ctx.xp
         if is_causal:
-            keep = combine_keep(xp, keep, causal_keep(xp, q.shape[-2], k.shape[-2]))
+            keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2])))
         scores = (q @ xp.swapaxes(k, -1, -2)) * scale                    # (..., Tq, Tk)
         probs, _, _ = masked_softmax(xp, scores, keep, bias, -1)        # (..., Tq, Tk)
         ctx.save(q=q, k=k, v=v, probs=probs)

@@ -4,6 +4,8 @@ Forward walks the keys in blocks of ``block_size`` with an online softmax (a run
 m and running sum l, rescaling what was accumulated whenever m grows) and saves only the output
 O and the row log-sum-exp L = m + log l. Backward recomputes each block's probabilities as
 P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array: only (Tq, block).
+With ``is_causal``, a key block starting at column c is only paired with the query rows i ≥ c,
+the rows that can see some of its keys: the tiles above the diagonal are skipped.
 """
 
 from __future__ import annotations
@@ -16,21 +18,35 @@ from .base import Case, Op
 from .softmax import masked_logits
 
 
-def _block_scores(ctx, q, k, keep, bias, start, stop):
-    """Masked scores S[..., :, start:stop] of one key block: (..., Tq, stop − start)."""
-    xp = ctx.xp
-    part = lambda m: None if m is None else (m if m.shape[-1] == 1 else m[..., start:stop])
-    block_keep = part(keep)
+def _tile(mask, rows: slice, cols: slice):
+    """The (rows, cols) piece of a keep or bias mask that broadcasts to (..., Tq, Tk), or None."""
+    if mask is None:
+        return None
+    if mask.ndim >= 2 and mask.shape[-2] != 1:
+        mask = mask[..., rows, :]
+    return mask if mask.shape[-1] == 1 else mask[..., cols]
+
+
+def _tiles(ctx, n_q: int, n_k: int) -> list[tuple[slice, slice]]:
+    """(query rows, key columns) per key block; with is_causal only rows i ≥ the block's first key."""
+    return [(slice(start if ctx.is_causal else 0, n_q), slice(start, min(start + ctx.block_size, n_k)))
+            for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size)]
+
+
+def _tile_scores(ctx, q, k, keep, bias, rows: slice, cols: slice):
+    """A fresh array of the masked scores S[..., rows, cols] (the caller may overwrite it)."""
+    scores = q[..., rows, :] @ ctx.xp.swapaxes(k[..., cols, :], -1, -2)
+    scores *= ctx.scale
+    tile_keep = _tile(keep, rows, cols)
     if ctx.is_causal:
-        block_keep = combine_keep(xp, block_keep, causal_keep(xp, q.shape[-2], k.shape[-2], start, stop))
-    scores = (q @ xp.swapaxes(k[..., start:stop, :], -1, -2)) * ctx.scale
-    return masked_logits(xp, scores, block_keep, part(bias))
+        tile_keep = combine_keep(tile_keep, causal_keep(ctx.xp, rows, cols))
+    return masked_logits(ctx.xp, scores, tile_keep, _tile(bias, rows, cols))
 
 
-def _blocks(ctx, n_q, n_k):
-    """Key blocks (start, stop); with is_causal, blocks that every query is too early to see are skipped."""
-    last = min(n_k, n_q) if ctx.is_causal else n_k
-    return [(s, min(s + ctx.block_size, n_k)) for s in range(0, last, ctx.block_size)]
+def _full_batch(xp, q, k, v):
+    """q broadcast (a view) to every batch axis, so each score tile has the output's batch shape."""
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return xp.broadcast_to(q, batch + q.shape[-2:]), batch
 
 
 @register
@@ -44,24 +60,28 @@ class FlashAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
         xp = ctx.xp
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        q_all, batch = _full_batch(xp, q, k, v)
         n_q, n_k = q.shape[-2], k.shape[-2]
-        acc = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)      # (..., Tq, Dv)
+        acc = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)      # a = Σ exp(s − m) v
         row_max = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)     # m
-        row_sum = xp.zeros(batch + (n_q, 1), dtype=q.dtype)             # l
+        row_sum = xp.zeros(batch + (n_q, 1), dtype=q.dtype)             # l = Σ exp(s − m)
         zero = xp.asarray(0, dtype=q.dtype)
-        for start, stop in _blocks(ctx, n_q, n_k):
-            scores = _block_scores(ctx, q, k, keep, bias, start, stop)  # (..., Tq, Bk)
-            new_max = xp.maximum(row_max, scores.max(axis=-1, keepdims=True))
-            safe_max = xp.where(xp.isfinite(new_max), new_max, zero)    # all masked so far: 0
-            rescale = xp.exp(row_max - safe_max)                        # old terms, to the new max
-            e = xp.exp(scores - safe_max)
-            row_sum = row_sum * rescale + e.sum(axis=-1, keepdims=True)
-            acc = acc * rescale + e @ v[..., start:stop, :]
-            row_max = new_max
+        for rows, cols in _tiles(ctx, n_q, n_k):
+            e = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
+            old_max = row_max[..., rows, :]
+            new_max = xp.maximum(old_max, e.max(axis=-1, keepdims=True))
+            shift = xp.where(xp.isfinite(new_max), new_max, zero)       # nothing seen yet: 0
+            rescale = xp.exp(old_max - shift)                           # old terms to the new max
+            e -= shift
+            xp.exp(e, out=e)                                            # in place: no 2nd tile
+            row_sum[..., rows, :] = row_sum[..., rows, :] * rescale + e.sum(axis=-1, keepdims=True)
+            acc[..., rows, :] *= rescale
+            acc[..., rows, :] += e @ v[..., cols, :]
+            row_max[..., rows, :] = new_max
         alive = row_sum > 0                                             # some key takes part
-        out = acc / xp.where(alive, row_sum, 1)
-        lse = xp.where(alive, row_max + xp.log(xp.where(alive, row_sum, 1)), xp.inf)
+        safe_sum = xp.where(alive, row_sum, 1)
+        out = acc / safe_sum
+        lse = xp.where(alive, row_max + xp.log(safe_sum), xp.inf)       # +inf: exp(S − L) = 0
         ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=out, lse=lse)
         return out
 
@@ -73,16 +93,22 @@ class FlashAttention(Op):
         """
         xp = ctx.xp
         q, k, v, keep, bias, out, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "out", "lse"))
-        n_q, n_k = q.shape[-2], k.shape[-2]
-        batch = grad.shape[:-2]
+        q_all, batch = _full_batch(xp, q, k, v)
         delta = (grad * out).sum(axis=-1, keepdims=True)                # D: (..., Tq, 1)
         grad_q = xp.zeros(batch + q.shape[-2:], dtype=grad.dtype)
         grad_k = xp.zeros(batch + k.shape[-2:], dtype=grad.dtype)
         grad_v = xp.zeros(batch + v.shape[-2:], dtype=grad.dtype)
-        for start, stop in _blocks(ctx, n_q, n_k):
-            probs = xp.exp(_block_scores(ctx, q, k, keep, bias, start, stop) - lse)  # (..., Tq, Bk)
-            grad_v[..., start:stop, :] = xp.swapaxes(probs, -1, -2) @ grad
-            grad_s = probs * (grad @ xp.swapaxes(v[..., start:stop, :], -1, -2) - delta)
-            grad_q += grad_s @ k[..., start:stop, :]
-            grad_k[..., start:stop, :] = xp.swapaxes(grad_s, -1, -2) @ q
-        return grad_q * ctx.scale, grad_k * ctx.scale, grad_v, None, None
+        for rows, cols in _tiles(ctx, q.shape[-2], k.shape[-2]):
+            p = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
+            p -= lse[..., rows, :]
+            xp.exp(p, out=p)                                            # P, as in forward
+            d_out = grad[..., rows, :]
+            grad_v[..., cols, :] = xp.swapaxes(p, -1, -2) @ d_out
+            grad_s = d_out @ xp.swapaxes(v[..., cols, :], -1, -2)       # dP
+            grad_s -= delta[..., rows, :]
+            grad_s *= p                                                 # dS = P ⊙ (dP − D)
+            grad_q[..., rows, :] += grad_s @ k[..., cols, :]
+            grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
+        grad_q *= ctx.scale
+        grad_k *= ctx.scale
+        return grad_q, grad_k, grad_v, None, None
