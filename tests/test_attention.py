@@ -1,4 +1,7 @@
-"""Attention against matrices written out in NumPy, and flash attention against the plain kernel."""
+"""scaled_dot_product_attention against S, P, O and the backward written out as NumPy matrices.
+
+The reference (np_attention, np_attention_grads, SETTINGS) is shared with test_flash.py.
+"""
 
 import numpy as np
 import pytest
@@ -34,6 +37,14 @@ def np_attention_grads(q, k, v, p, d_out, scale):
     return scale * ds @ k, scale * np.swapaxes(ds, -1, -2) @ q, dv
 
 
+def _head_mask():
+    """A float mask (2, 1, 5, 7): batch 1 pads keys 4..6, query 0 of batch 0 is fully masked."""
+    mask = np.zeros((2, 1, 5, 7))
+    mask[1, :, :, 4:] = -np.inf
+    mask[0, :, 0, :] = -np.inf
+    return mask
+
+
 SETTINGS = {
     "self": dict(shapes=((2, 7, 4), (2, 7, 4), (2, 7, 3)), mask=None, causal=False),
     "causal": dict(shapes=((2, 7, 4), (2, 7, 4), (2, 7, 3)), mask=None, causal=True),
@@ -46,6 +57,12 @@ SETTINGS = {
     "float mask + causal": dict(shapes=((2, 2, 6, 4), (1, 2, 6, 4), (2, 1, 6, 5)),
                                 mask=np.linspace(-2, 1, 6), causal=True),
     "causal cross": dict(shapes=((4, 4), (7, 4), (7, 2)), mask=None, causal=True),
+    "causal, more queries": dict(shapes=((9, 3), (5, 3), (5, 2)),
+                                 mask=np.array([True, True, False, True, True]), causal=True),
+    # (batch 2, heads 3): batch 1 pads its last 3 keys; query 0 of batch 0 sees nothing (−inf).
+    "heads, padding, float −inf row": dict(
+        shapes=((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 3)),
+        mask=_head_mask(), causal=False),
 }
 
 
@@ -73,50 +90,63 @@ def test_plain_kernel_matches_explicit_matrices(name, rng):
         np.testing.assert_allclose(t.grad, ta.engine.unbroadcast(ref, t.shape), atol=1e-12)
 
 
-@pytest.mark.parametrize("name", SETTINGS)
-@pytest.mark.parametrize("block_size", [1, 2, 4])
-def test_flash_equals_plain_forward_and_backward(name, block_size, rng):
-    cfg = SETTINGS[name]
-    q, k, v = _inputs(cfg["shapes"], rng)
-    d_out = None
-    results = []
-    for fn in (F.scaled_dot_product_attention,
-               lambda *a, **kw: F.flash_attention(*a, **kw, block_size=block_size)):
-        for t in (q, k, v):
-            t.zero_grad()
-        out = fn(q, k, v, mask=cfg["mask"], is_causal=cfg["causal"])
-        d_out = rng.standard_normal(out.shape) if d_out is None else d_out
-        out.backward(d_out)
-        results.append([out.data.copy(), q.grad.copy(), k.grad.copy(), v.grad.copy()])
-    for plain, flash in zip(*results):
-        np.testing.assert_allclose(flash, plain, rtol=0, atol=1e-10)
-    assert np.isfinite(results[1][0]).all()
+KERNELS = [F.scaled_dot_product_attention, F.flash_attention]
 
 
-def test_masked_weights_are_exactly_zero_and_dead_rows_output_zero():
-    q, k, v = (ta.Tensor(np.ones((3, 2))) for _ in range(3))
+@pytest.mark.parametrize("fn", KERNELS)
+def test_masked_weights_are_exactly_zero_and_dead_rows_get_zeros_without_warnings(fn, rng):
+    q, k, v = _inputs(((3, 2), (3, 2), (3, 2)), rng)
     keep = np.array([[True, False, True], [False, False, False], [True, True, True]])
-    for fn in (F.scaled_dot_product_attention, F.flash_attention):
+    with np.errstate(all="raise"):                       # any NaN, inf − inf or 0/0 would raise
         out, w = fn(q, k, v, mask=keep, return_weights=True)
-        assert (w.data[~keep] == 0).all()
+        assert (w.data[~keep] == 0).all() and (w.data[keep] > 0).all()
         np.testing.assert_array_equal(out.data[1], [0.0, 0.0])
-        np.testing.assert_array_equal(fn(q, k, v, mask=keep).data[1], [0.0, 0.0])
+        fused = fn(q, k, v, mask=keep)
+        np.testing.assert_array_equal(fused.data[1], [0.0, 0.0])
+        fused.backward(rng.standard_normal(fused.shape))
+    np.testing.assert_array_equal(q.grad[1], [0.0, 0.0])  # the dead query gets no gradient
+    assert np.isfinite(k.grad).all() and np.isfinite(v.grad).all()
 
 
-def test_flash_return_weights_and_default_scale(rng):
-    q, k, v = _inputs(((4, 8), (6, 8), (6, 3)), rng)
-    out, w = F.flash_attention(q, k, v, return_weights=True)
-    expected, p = np_attention(q.data, k.data, v.data, scale=1 / np.sqrt(8))
+@pytest.mark.parametrize("fn", KERNELS)
+def test_default_scale_and_tensor_mask_combined_with_causal(fn, rng):
+    q, k, v = _inputs(((2, 4, 8), (2, 6, 8), (2, 6, 3)), rng)
+    keep = rng.random((2, 4, 6)) > 0.3
+    out, w = fn(q, k, v, mask=ta.Tensor(keep), is_causal=True, return_weights=True)
+    expected, p = np_attention(q.data, k.data, v.data, keep, is_causal=True, scale=1 / np.sqrt(8))
     np.testing.assert_allclose(out.data, expected, atol=1e-12)
     np.testing.assert_allclose(w.data, p, atol=1e-12)
 
 
-@pytest.mark.parametrize("fn", [F.scaled_dot_product_attention, F.flash_attention])
+def test_plain_kernel_is_one_node_with_p_saved(rng):
+    q, k, v = _inputs(((4, 3), (5, 3), (5, 2)), rng)
+    out = F.scaled_dot_product_attention(q, k, v)
+    assert out.op == "scaled_dot_product_attention"
+    assert [t for t in out._node.parents if t is not None] == [q, k, v]
+    assert out._node.ctx.saved["probs"].shape == (4, 5)
+
+
+@pytest.mark.parametrize("fn", KERNELS)
+def test_returned_weights_are_differentiable(fn, rng):
+    """return_weights builds (output, weights) from matmul and softmax: both carry gradients."""
+    q, k, v = _inputs(((2, 3, 3), (2, 4, 3), (2, 4, 2)), rng)
+    keep = np.array([[True, True, False, True], [False] * 4, [True] * 4])
+    assert ta.gradcheck(lambda *x: fn(*x, mask=keep, is_causal=True, scale=0.8, return_weights=True),
+                        [q, k, v])
+
+
+def test_integer_mask_is_refused():
+    q = ta.Tensor(np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="scaled_dot_product_attention: mask must be boolean"):
+        F.scaled_dot_product_attention(q, q, q, mask=np.ones((2, 2), int))
+
+
+@pytest.mark.parametrize("fn", KERNELS)
 def test_bad_shapes_raise(fn):
     q = ta.Tensor(np.zeros((2, 4, 8)))
-    with pytest.raises(ta.ShapeError, match=r"q \(2, 4, 8\), k \(2, 5, 7\)"):
+    with pytest.raises(ta.ShapeError, match=fn.__name__ + r": q \(2, 4, 8\), k \(2, 5, 7\)"):
         fn(q, ta.Tensor(np.zeros((2, 5, 7))), ta.Tensor(np.zeros((2, 5, 3))))
-    with pytest.raises(ta.ShapeError, match="v"):
+    with pytest.raises(ta.ShapeError, match=r"k \(2, 5, 8\), v \(2, 6, 3\) do not fit"):
         fn(q, ta.Tensor(np.zeros((2, 5, 8))), ta.Tensor(np.zeros((2, 6, 3))))
     with pytest.raises(ta.ShapeError, match=r"mask of shape \(4, 4\) does not broadcast to \(2, 4, 5\)"):
         fn(q, ta.Tensor(np.zeros((2, 5, 8))), ta.Tensor(np.zeros((2, 5, 3))), mask=np.ones((4, 4), bool))
