@@ -78,6 +78,7 @@ class FlashAttention(Op):
             acc[..., rows, :] *= rescale
             acc[..., rows, :] += e @ v[..., cols, :]
             row_max[..., rows, :] = new_max
+            del e                             # freed before the next tile is made, not after
         alive = row_sum > 0                                             # some key takes part
         safe_sum = xp.where(alive, row_sum, 1)
         out = acc / safe_sum
@@ -109,6 +110,7 @@ class FlashAttention(Op):
             grad_s *= p                                                 # dS = P ⊙ (dP − D)
             grad_q[..., rows, :] += grad_s @ k[..., cols, :]
             grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
+            del p, grad_s                     # freed before the next tiles are made, not after
         grad_q *= ctx.scale
         grad_k *= ctx.scale
         return grad_q, grad_k, grad_v, None, None
