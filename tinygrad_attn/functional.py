@@ -317,6 +317,10 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
         The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
         a query whose every key is masked gets a zero output.
 
+    Raises:
+        ShapeError: d_k of q and k differ, k and v have different n_k, batch axes or the mask
+            do not broadcast (the message names the op and the shapes).
+
     Example:
         >>> import tinygrad_attn as ta
         >>> q = k = ta.Tensor([[1.0, 0.0], [0.0, 1.0]])
@@ -335,8 +339,24 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     """The same results as ``scaled_dot_product_attention``, in key blocks of `block_size`.
 
     Forward keeps a running row maximum and sum (online softmax) and saves only the output and
-    the row log-sum-exp; backward recomputes each block's probabilities. Neither pass holds the
-    `(n_q, n_k)` matrix, unless `return_weights` asks for it.
+    the row log-sum-exp; backward recomputes each block's probabilities as exp(S − L). Neither
+    pass holds the `(n_q, n_k)` matrix, only `(n_q, block_size)` tiles, unless `return_weights`
+    asks for it (the weights are then built as in ``scaled_dot_product_attention``). With
+    `is_causal`, a key block is paired only with the queries that can see some of it.
+
+    Args:
+        q, k, v, mask, is_causal, scale, return_weights: as in ``scaled_dot_product_attention``.
+        block_size: keys per block. 256 keeps the tiles big enough for BLAS: at n = 4096 the
+            peak memory of forward + backward is about 1/15 of the plain kernel's, and the time
+            no worse (``examples/bench_attention.py``).
+
+    Returns:
+        The output `(..., n_q, d_v)`, or `(output, weights)`; equal to the plain kernel's up to
+        rounding (1e-10 in float64, outputs and gradients).
+
+    Raises:
+        ShapeError: as in ``scaled_dot_product_attention``.
+        ValueError: `block_size` < 1.
 
     Example:
         >>> import tinygrad_attn as ta
