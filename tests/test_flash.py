@@ -96,3 +96,20 @@ def test_block_size_must_be_positive():
     q = ta.Tensor(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="flash_attention: block_size must be at least 1, got 0"):
         F.flash_attention(q, q, q, block_size=0)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_huge_scores_stay_finite_and_equal(is_causal, rng):
+    """Scores beyond ±1e4 (about 2e5 here): the row maximum keeps every exp ≤ 1 in both kernels."""
+    q, k, v = _inputs(((6, 4), (9, 4), (9, 3)), rng)
+    q.data *= 150.0
+    k.data *= 150.0
+    d_out = rng.standard_normal((6, 3))
+    s = q.data @ k.data.T
+    assert np.abs(s).max() > 1e4
+    with np.errstate(over="raise", invalid="raise", divide="raise"):   # exp may underflow to 0
+        expected = _run(F.scaled_dot_product_attention, q, k, v, d_out, is_causal=is_causal, scale=1.0)
+        got = _run(F.flash_attention, q, k, v, d_out, is_causal=is_causal, scale=1.0, block_size=2)
+    for e, g in zip(expected, got):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-10)
