@@ -238,10 +238,15 @@ def _check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | 
                        f"{_where(_current_scope(), inputs, site)}")
 
 
+def tensor_label(t: Tensor) -> str:
+    """How messages, steps and drawings name a tensor: its parameter name, else the op that made
+    it ('output of matmul'), else 'leaf' (requires grad) or 'const'."""
+    return t.name or (f"output of {t.op}" if t.op else "leaf" if t.requires_grad else "const")
+
+
 def _input_label(index: int, t: Tensor) -> str:
-    """'input 1 (blocks.0.attn.q_proj.weight)', 'input 0 (output of matmul)' or 'input 0'."""
-    name = t.name or (f"output of {t.op}" if t.op else None)
-    return f"input {index}" + (f" ({name})" if name else "")
+    """'input 1 (blocks.0.attn.q_proj.weight)', 'input 0 (output of matmul)', 'input 0 (leaf)'."""
+    return f"input {index} ({tensor_label(t)})"
 
 
 def _where(scope: Any, inputs: tuple, site: tuple[str, int] | None) -> str:

@@ -30,13 +30,6 @@ def abbreviate(array: Any, items: int = 3) -> str:
     return f"‖·‖={float(np.linalg.norm(values)):.4g} [{flat}, …]"
 
 
-def describe(t: Tensor | None) -> str:
-    """How a step names an input: its parameter name, else the op that made it, else 'leaf'."""
-    if t is None:
-        return "None"
-    return t.name or (t.op and f"<{t.op}>") or ("leaf" if t.requires_grad else "constant")
-
-
 @dataclass(frozen=True)
 class Step:
     """One node of the backward pass: what arrived, the formula used, what was sent on.
@@ -102,7 +95,7 @@ def backprop_steps(loss: Tensor, grad: Any = None) -> Iterator[Step]:
             module=engine.scope_name(node.scope),
             output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
-            input_names=tuple(describe(p) for p in node.parents),
+            input_names=tuple("None" if p is None else engine.tensor_label(p) for p in node.parents),
             parameters=tuple(p.name or "(unnamed)" for p in node.parents
                              if isinstance(p, Parameter)),
             saved=tuple(node.ctx.saved), grad=event.grad, sent=event.sent, tensor=event.tensor)

@@ -126,7 +126,7 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
             ids[id(x)] = tid
             continue
         grad = x.grad if x._node is None else x._node.grad
-        fields = [_escape(x.name or (f"{x.op} out" if x.op else ("leaf" if x.requires_grad else "const"))),
+        fields = [_escape(engine.tensor_label(x)),
                   _escape(f"{x.shape} {x.dtype}"),
                   f"‖x‖={_norm(x.data)}" + (f"  ‖grad‖={_norm(grad)}" if show_grads else "")]
         attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
