@@ -33,6 +33,8 @@ class MultiHeadAttention(Module):
         num_heads: must divide d_model.
         bias: whether the four projections have a bias.
         dropout: probability of dropping attention weights while training.
+        scale: multiplies Q Kᵀ; None (the default) means 1/√d_head, as in the paper. Setting it
+            to 1.0 trains without scaling (the √d_k experiment in the docs does).
 
     Example:
         >>> import tinygrad_attn as ta
@@ -42,11 +44,13 @@ class MultiHeadAttention(Module):
         ((3, 5, 8), (3, 2, 5, 5))
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0,
+                 scale: float | None = None):
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model {d_model} is not divisible by "
                              f"num_heads {num_heads}")
         self.num_heads, self.d_head, self.dropout = num_heads, d_model // num_heads, dropout
+        self.scale = scale
         self.q_proj = Linear(d_model, d_model, bias)
         self.k_proj = Linear(d_model, d_model, bias)
         self.v_proj = Linear(d_model, d_model, bias)
@@ -100,7 +104,7 @@ class MultiHeadAttention(Module):
         # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once. Dropout acts on the weights, so
         # then they are asked for and multiplied with V again (the op's own output is unused).
         drop_weights = self.training and self.dropout > 0
-        result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
+        result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
                                                 return_weights=return_weights or drop_weights)
         heads, weights = result if return_weights or drop_weights else (result, None)
         if drop_weights:
