@@ -16,11 +16,12 @@ parser.add_argument("--format", choices=["svg", "png"], default="svg")
 args = parser.parse_args()
 out = Path(args.out_dir)
 
-loss, model = head()
+example = head()
+loss, model = example.loss, example.model
 forward = ta.viz.render(loss, out / f"attention_head_forward.{args.format}", show_grads=False)
 steps = list(ta.backprop_steps(loss))          # the backward pass, one node at a time
 backward = ta.viz.render(loss, out / f"attention_head_backward.{args.format}")
 print(f"loss {loss.item():.4f}; {len(steps)} backward steps: {' '.join(s.op for s in steps)}")
 print(f"wrote {forward} and {backward}")
-grad = model.attn.q_proj.weight.grad
+grad = model.q_proj.weight.grad
 print(f"the head's query weights got gradient norm {float((grad ** 2).sum() ** 0.5):.4g}")

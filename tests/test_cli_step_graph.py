@@ -1,5 +1,6 @@
-"""The step and graph commands: --all lists every op, the interactive stepper answers Enter, b
-and q through a pseudo-terminal, and graph writes a real SVG."""
+"""The step and graph commands: --all lists every op, the interactive stepper answers single
+keys (Enter, →, b, ←, q: no Enter needed) through a pseudo-terminal and stops when its input
+closes, and graph writes a real SVG."""
 
 import os
 import pty
@@ -38,7 +39,7 @@ def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):
 def test_step_all_lists_every_op_in_order(capsys):
     assert cli.main(["step", "--example", "mlp", "--all"]) == 0
     out = capsys.readouterr().out
-    loss, _ = DEMOS["mlp"]()
+    loss = DEMOS["mlp"]().loss
     ops = [s.op for s in ta.backprop_steps(loss)]
     assert re.findall(r"^step \d+: (\w+)", out, re.M) == ops
     assert f"{len(ops)} steps" in out and "formula  dA = dC @ Bᵀ" in out
@@ -68,18 +69,27 @@ def test_interactive_stepping_through_a_pseudo_terminal():
         os.write(controller, b"\n")
         first = read_until(controller, PROMPT)
         assert "step 0: cross_entropy" in first and "formula" in first
-        os.write(controller, b"\n")
+        os.write(controller, b"\x1b[C")                              # → : one key, no Enter
         second = read_until(controller, PROMPT)
-        assert "step 1: add  (in head)" in second and "step 0" not in second
-        os.write(controller, b"b\n")
+        assert "step 1: add → logits (3, 4)  (in head)" in second and "step 0" not in second
+        os.write(controller, b"b")
         assert "step 0: cross_entropy" in read_until(controller, PROMPT)
-        os.write(controller, b"b\n")
+        os.write(controller, b"\x1b[D")                              # ←
         assert "(this is the first step)" in read_until(controller, PROMPT)
-        os.write(controller, b"q\n")
+        os.write(controller, b"q")
         assert process.wait(timeout=30) == 0
     finally:
         process.kill()
         os.close(controller)
+
+
+def test_step_stops_cleanly_when_standard_input_is_closed():
+    for stdin in (subprocess.DEVNULL, None):
+        run = subprocess.run([sys.executable, "-m", "tinygrad_attn", "step"], capture_output=True,
+                             text=True, timeout=60, cwd=ROOT,
+                             **({"stdin": stdin} if stdin is not None else {"input": ""}))
+        assert run.returncode == 0 and run.stderr == ""
+        assert "standard input closed: stopping" in run.stdout
 
 
 def test_example_draws_one_head_forward_then_backward(tmp_path):
@@ -88,6 +98,6 @@ def test_example_draws_one_head_forward_then_backward(tmp_path):
     forward = (tmp_path / "attention_head_forward.svg").read_text()
     backward = (tmp_path / "attention_head_backward.svg").read_text()
     for svg in (forward, backward):
-        assert "<svg" in svg and "scaled_dot_product_attention" in svg and "attn.q_proj.weight" in svg
+        assert "<svg" in svg and "scaled_dot_product_attention" in svg and "q_proj.weight" in svg
     assert "‖grad‖" not in forward and "‖grad‖" in backward
     assert re.search(r"\d+ backward steps: cross_entropy add matmul", out.stdout)

@@ -10,7 +10,8 @@ from tinygrad_attn.demos import DEMOS
 
 
 def grads_after(build, drain):
-    loss, model = build()
+    example = build()
+    loss, model = example.loss, example.model
     drain(loss)
     return [(name, p.grad.copy()) for name, p in model.named_parameters()]
 
@@ -23,7 +24,7 @@ def test_steps_equal_backward_in_grads_order_and_count(example):
     assert [n for n, _ in by_steps] == [n for n, _ in by_backward]
     for (_, g1), (_, g2) in zip(by_backward, by_steps):
         np.testing.assert_array_equal(g1, g2)
-    loss, _ = DEMOS[example]()
+    loss = DEMOS[example]().loss
     events = list(engine.backward_steps(loss, np.array(1.0, np.float32)))
     assert [s.op for s in steps] == [e.tensor.op for e in events]
     assert [s.output_shape for s in steps] == [e.tensor.shape for e in events]
@@ -32,7 +33,8 @@ def test_steps_equal_backward_in_grads_order_and_count(example):
 
 
 def test_leaf_grads_appear_only_once_their_consumers_have_run():
-    loss, model = DEMOS["mlp"]()
+    example = DEMOS["mlp"]()
+    loss, model = example.loss, example.model
     steps = ta.backprop_steps(loss)
     first = next(steps)
     assert first.op == "cross_entropy" and model.fc1.weight.grad is None
@@ -42,7 +44,8 @@ def test_leaf_grads_appear_only_once_their_consumers_have_run():
 
 def test_step_values_match_the_math_by_hand():
     """The MLP's steps, checked against NumPy: softmax - one-hot, the relu mask, dW = Aᵀ dC."""
-    loss, model = DEMOS["mlp"]()
+    example = DEMOS["mlp"]()
+    loss, model = example.loss, example.model
     x = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]])
     target = np.array([0, 1, 1, 0])
     steps = list(ta.backprop_steps(loss))
@@ -63,19 +66,23 @@ def test_step_values_match_the_math_by_hand():
 
 
 def test_step_record_and_text():
-    loss, model = DEMOS["head"]()
-    steps = list(ta.backprop_steps(loss))
+    example = DEMOS["head"]()
+    loss, model = example.loss, example.model
+    steps = list(ta.backprop_steps(loss, tokens=example.tokens))
     matmul = next(s for s in steps if s.op == "matmul" and "head.weight" in s.input_names)
     assert matmul.formula == ("dA = dC @ Bᵀ", "dB = Aᵀ @ dC") and matmul.module == "head"
-    assert matmul.saved == ("a", "b") and matmul.input_shapes == ((3, 4), (4, 3))
-    assert matmul.parameters == ("head.weight",)
+    assert matmul.saved == ("a", "b") and matmul.input_shapes == ((3, 2), (2, 4))
+    assert matmul.parameters == ("head.weight",) and matmul.input_names[0] == "O"
     np.testing.assert_allclose(matmul.sent[1], model.head.weight.grad)
     text = str(matmul)
-    assert text.startswith(f"step {matmul.index}: matmul  (in head)")
-    assert "formula  dA = dC @ Bᵀ" in text and "→ input 1 head.weight (4, 3)" in text
-    assert len(text.splitlines()) < 12 and max(map(len, text.splitlines())) < 100
+    assert text.startswith(f"step {matmul.index}: matmul → output of matmul (step {matmul.index}) (3, 4)"
+                           "  (in head)")
+    assert "formula  dA = dC @ Bᵀ" in text and "→ input 1 head.weight (2, 4): gradient sent" in text
+    assert "gradient arriving, dL/d(output of matmul" in text and "saved by forward: A, B" in text
+    assert max(map(len, text.splitlines())) < 100
     attention = next(s for s in steps if s.op == "scaled_dot_product_attention")
-    assert attention.module == "attn" and set(attention.saved) >= {"q", "k", "v"}
+    assert attention.module == "AttentionHead"
+    assert attention.input_names == ("Q", "K", "V", "None", "None") and attention.name == "O"
     assert {p for s in steps for p in s.parameters} == {n for n, _ in model.named_parameters()}
 
 

@@ -44,7 +44,8 @@ def cluster_body(source: str, path: str) -> str:
 
 
 def test_modules_are_nested_clusters_and_parameters_stand_out():
-    loss, model = DEMOS["model"]()
+    example = DEMOS["model"]()
+    loss, model = example.loss, example.model
     loss.backward()
     source = viz.draw_graph(loss).source
     assert 'subgraph "cluster_blocks.0.attn"' in source
@@ -54,11 +55,11 @@ def test_modules_are_nested_clusters_and_parameters_stand_out():
     assert 'subgraph "cluster_blocks.0.attn"' in block and "blocks.1" not in block
     blue = re.findall(r'label="\{([\w.]+)\|[^"]*"[^\n]*fillcolor=lightblue', source)
     assert set(blue) == {name for name, _ in model.named_parameters()}
-    assert len(viz.ops_in(source)) == len(list(ta.backprop_steps(DEMOS["model"]()[0])))
+    assert len(viz.ops_in(source)) == len(list(ta.backprop_steps(DEMOS["model"]().loss)))
 
 
 def test_collapse_folds_modules_by_class_or_path_each_drawn_once():
-    loss, _ = DEMOS["model"]()
+    loss = DEMOS["model"]().loss
     loss.backward()
     full = viz.draw_graph(loss).source
     folded = viz.draw_graph(loss, collapse=nn.MultiHeadAttention).source
@@ -75,7 +76,7 @@ def test_collapse_folds_modules_by_class_or_path_each_drawn_once():
 
 
 def test_render_writes_a_real_svg_and_png(tmp_path):
-    loss, _ = DEMOS["mha"]()
+    loss = DEMOS["mha"]().loss
     loss.backward()
     svg = viz.render(loss, tmp_path / "g.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "</svg>" in svg
@@ -96,7 +97,7 @@ def test_without_system_dot_graphviz_pure_is_used(monkeypatch):
 
 
 def test_collapse_rejects_what_is_not_a_module_of_the_graph():
-    loss, _ = DEMOS["model"]()
+    loss = DEMOS["model"]().loss
     with pytest.raises(ValueError, match=r"got \['blocks'\], the graph has modules \['', 'blocks.0'"):
         viz.draw_graph(loss, collapse="blocks")        # a list of blocks, not a module
     with pytest.raises(ValueError, match=r"got \[3\]"):

@@ -1,17 +1,17 @@
-"""The ``tinygrad-attn`` command line: one subcommand per module in ``tinygrad_attn/commands``.
+"""The ``tinygrad-attn`` command line: one subcommand per module listed in ``COMMANDS``.
 
-Each command module defines ``add_parser(subparsers)``, which adds its subparser and sets
-``run`` (a function of the parsed arguments returning an exit code) as its default.
+Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
+its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
+its default.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 from collections.abc import Sequence
 
-from . import commands
+COMMANDS = ("train", "sample", "step", "graph", "ops")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,8 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tinygrad-attn",
         description="Train, sample, step through and draw tiny transformers built on tinygrad_attn.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{commands.__name__}.{info.name}").add_parser(subparsers)
+    for name in COMMANDS:
+        importlib.import_module(f"{__package__}.commands.{name}").add_parser(subparsers)
     return parser
 
 

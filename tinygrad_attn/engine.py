@@ -49,11 +49,13 @@ class Node:
 
 
 class BackwardEvent(NamedTuple):
-    """One node's share of a backward pass: the output tensor, its gradient, what it sent on."""
+    """One node's share of a backward pass: the output tensor, its gradient, what it sent on,
+    and the op's insides (a dict of named matrices) when the pass was traced, else None."""
 
     tensor: Tensor
     grad: Any
     sent: tuple[Any, ...]
+    trace: dict[str, Any] | None
 
 
 @contextmanager
@@ -143,12 +145,19 @@ def toposort(root: Tensor) -> list[Tensor]:
     return order
 
 
-def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
+def backward_order(root: Tensor) -> list[Tensor]:
+    """The tensors made by ops whose backward runs, in the order it runs: the stepper's step i
+    (and the drawing's step number i) is the i-th."""
+    return [t for t in reversed(toposort(root)) if t._node is not None]
+
+
+def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[BackwardEvent]:
     """The backward pass, one op node at a time, from `root` with gradient `grad`.
 
     Each node's backward gets the total gradient of its output, its results are summed back to
     each parent's shape (``unbroadcast``) and accumulated; a leaf's ``.grad`` is written once all
-    of its consumers have run.
+    of its consumers have run. With `trace` (the stepper, the explorer) each op's backward also
+    records its insides (``Op.insides``) in the event; ``backward()`` never asks for them.
     """
     grads: dict[int, Any] = {id(root): grad}
     for t in reversed(toposort(root)):
@@ -160,6 +169,7 @@ def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
             t.grad = g if t.grad is None else t.grad + g
             continue
         node.grad = g
+        node.ctx.trace = {} if trace and node.op.insides else None
         raw = node.op.backward(node.ctx, g)
         sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
         if len(sent) != len(node.parents):
@@ -171,7 +181,7 @@ def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
             if s is not None:
                 key = id(parent)
                 grads[key] = s if key not in grads else grads[key] + s
-        yield BackwardEvent(t, g, sent)
+        yield BackwardEvent(t, g, sent, node.ctx.trace)
 
 
 def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) -> Any:

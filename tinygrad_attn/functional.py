@@ -270,7 +270,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
-               scale: float | None, return_weights: bool, **params: Any) -> Any:
+               scale: float | None, return_weights: bool, fused: bool = True, **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     if min(q.ndim, k.ndim, v.ndim) < 2:
         raise ShapeError(f"{name}: q, k, v need at least 2 dims, got {q.shape}, {k.shape}, {v.shape}")
@@ -285,22 +285,30 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     n_q, n_k = q.shape[-2], k.shape[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
-    if not return_weights:
+    if fused and not return_weights:
         return engine.apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
-    # The weights are asked for, so the (n_q, n_k) matrix is held whatever the kernel: build it
-    # from registered ops, which keeps both results differentiable.
+    # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
+    # kernel): build attention from registered ops, each its own backward step.
     if is_causal:
         causal = attention_ops.causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
         keep = Tensor(attention_ops.combine_keep(None if keep is None else keep.data, causal),
                       device=q.device)
-    scores = (q @ k.swapaxes(-1, -2)) * scale                           # (..., Tq, Tk)
-    weights = engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1)
-    return weights @ v, weights
+    k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
+    scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
+    weights = _named(engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
+    out = weights @ v                                                   # (..., Tq, Dv)
+    return (out, weights) if return_weights else out
+
+
+def _named(t: Tensor, name: str) -> Tensor:
+    """`t`, named for steps and drawings (S, P, …)."""
+    t.name = name
+    return t
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None,
-                                 return_weights: bool = False) -> Any:
+                                 return_weights: bool = False, fused: bool = True) -> Any:
     """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
 
     Args:
@@ -312,6 +320,10 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
         scale: multiplies Q Kᵀ; defaults to 1/√d_k.
         return_weights: also return the attention weights `(..., n_q, n_k)`; they are then
             computed from registered ops (matmul, softmax), so both results are differentiable.
+        fused: True (the default) runs attention as one op with a hand-derived backward; False
+            builds it from registered primitives, Kᵀ (swapaxes), Q Kᵀ (matmul), S (scale), P (the
+            masked softmax op) and P V (matmul), so each is its own backward step. Both give the
+            same outputs and gradients (up to rounding).
 
     Returns:
         The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
@@ -330,7 +342,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
                [1.6697615]], dtype=float32)
     """
     return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
-                      q, k, v, mask, is_causal, scale, return_weights)
+                      q, k, v, mask, is_causal, scale, return_weights, fused)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,

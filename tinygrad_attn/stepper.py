@@ -2,7 +2,9 @@
 
 ``backprop_steps`` wraps ``engine.backward_steps``, the very generator that ``Tensor.backward``
 drains, so the steps are the real backward pass: once all steps are drained, the leaves'
-``.grad`` hold exactly what ``backward()`` would have written.
+``.grad`` hold exactly what ``backward()`` would have written. It runs the pass traced, so an op
+with insides (attention) also hands over its intermediate matrices (S, P, dP, dS, dQ, dK, dV),
+and it adds notes where a gradient is exactly zero for a known reason or is a sum of parts.
 """
 
 from __future__ import annotations
@@ -16,18 +18,39 @@ import numpy as np
 from . import engine
 from .backend import to_numpy
 from .nn.module import Parameter
+from .stepper_notes import Notes
 from .tensor import Tensor
 
+WHOLE = 64          # arrays up to this many elements print whole
+# Residual names as a learner reads them (``ctx.saved`` keys of the ops).
+RESIDUALS = {"a": "A", "b": "B", "c": "C (the output)", "x": "x (the input)", "y": "y (the output)",
+             "q": "Q", "k": "K", "v": "V", "probs": "P (the softmax probabilities)", "out": "O (the output)",
+             "lse": "L (row log-sum-exp)", "keep": "the keep mask", "bias": "the float mask",
+             "x_hat": "x̂ (the normalised input)", "rstd": "1/σ per row", "weight": "γ (the weight)",
+             "is_max": "where x equals the max", "centered": "x − mean", "mask": "the fill mask",
+             "cond": "the condition", "alive": "which positions take part", "t": "tanh(u)",
+             "safe": "the targets", "counted": "which targets count"}
+# Tensors whose last two axes are (query, key): their columns are tokens too.
+ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS")
 
-def abbreviate(array: Any, items: int = 3) -> str:
-    """A short text for an array: the values when small, else shape, norm and a few values."""
-    if array is None:
-        return "—"
-    values = to_numpy(array)
-    if values.size <= 2 * items:
-        return np.array2string(values, precision=4, suppress_small=True, separator=", ").replace("\n", "")
-    flat = ", ".join(f"{v:.4g}" for v in values.reshape(-1)[:items])
-    return f"‖·‖={float(np.linalg.norm(values)):.4g} [{flat}, …]"
+
+@dataclass(frozen=True)
+class Inside:
+    """One matrix an op computed inside its backward (attention's S, P, dP, dS, dQ, dK, dV).
+
+    Attributes:
+        symbol: its name in the math (``dS``). equation: how it was computed.
+        array: the values, per batch and head: (..., rows, columns).
+    """
+
+    symbol: str
+    equation: str
+    array: Any
+
+    @property
+    def kind(self) -> str:
+        """'gradient' for the d-matrices (dL/d·), 'value' for the others."""
+        return "gradient" if self.symbol.startswith("d") else "value"
 
 
 @dataclass(frozen=True)
@@ -37,19 +60,26 @@ class Step:
     Attributes:
         index: position in the backward pass (0 is the op that made the loss).
         op, formula: the op's name and its backward formula lines (``Op.formula``).
+        name: how the output is called (``Tensor.name``, e.g. S, P, logits, else 'output of OP').
         module: dotted path of the module the op ran in (None outside modules).
         output_shape, input_shapes: shapes (None for an absent optional input).
-        input_names: per input, its parameter name, ``<op>`` of the op that made it, or
-            ``leaf`` / ``constant``.
+        input_names: per input, its name (a parameter's dotted name, a tensor's ``name``, the op
+            that made it with its step number, or ``leaf`` / ``const``).
         parameters: names of the inputs that are module parameters.
-        saved: names of the residuals forward saved (``ctx.saved`` keys).
-        grad: the gradient arriving at the output; sent: the gradient sent to each input
-            (None where none is needed), already summed back to the input's shape.
+        saved: names of the residuals forward saved (``ctx.saved`` keys; absent ones left out).
+        grad: the gradient of the loss with respect to the output, arriving at this step.
+        sent: the gradient sent to each input (None where none is needed), already summed back
+            to the input's shape.
+        insides: the matrices the op's backward computed on the way, in order (attention only).
+        notes: why a gradient is exactly zero, or that the arriving gradient is a sum.
+        parts: (source step, gradient) of each part when several ops used the output.
+        tokens: labels of the sequence positions, for rows and columns (None: numbered).
         tensor: the output tensor itself.
     """
 
     index: int
     op: str
+    name: str
     formula: tuple[str, ...]
     module: str | None
     output_shape: tuple[int, ...]
@@ -59,26 +89,119 @@ class Step:
     saved: tuple[str, ...]
     grad: Any
     sent: tuple[Any, ...]
+    insides: tuple[Inside, ...]
+    notes: tuple[str, ...]
+    parts: tuple[tuple[str, Any], ...]
+    tokens: tuple[str, ...] | None
     tensor: Tensor
 
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
-        lines = [f"step {self.index}: {self.op}{where}",
-                 f"  output {self.output_shape}, grad arriving {abbreviate(self.grad)}"]
+        lines = [f"step {self.index}: {self.op} → {self.name} {self.output_shape}{where}"]
         lines += [f"  formula  {f}" for f in self.formula]
         if self.saved:
-            lines.append(f"  saved    {', '.join(self.saved)}")
+            lines.append(f"  saved by forward: {', '.join(RESIDUALS.get(s, s) for s in self.saved)}")
+        lines.append(f"  gradient arriving, dL/d({self.name}):")
+        lines += format_array(self.grad, self.name, self.tokens)
+        for source, part in self.parts:
+            lines.append(f"    part from {source}:")
+            lines += format_array(part, self.name, self.tokens, indent="        ")
+        shown = {id(inside.array): inside.symbol for inside in self.insides}
+        for inside in self.insides:
+            what = f"value of {inside.symbol}" if inside.kind == "value" else \
+                f"gradient dL/d{inside.symbol[1:]}"
+            lines.append(f"  inside: {inside.equation}   [{what}]")
+            lines += format_array(inside.array, inside.symbol, self.tokens)
         for i, (name, shape, g) in enumerate(zip(self.input_names, self.input_shapes, self.sent)):
-            if shape is not None:
-                lines.append(f"  → input {i} {name} {shape}: {abbreviate(g)}")
+            if shape is None:
+                continue
+            if g is None:
+                lines.append(f"  → input {i} {name} {shape}: no gradient (not differentiated)")
+                continue
+            if id(g) in shown:
+                lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}) = "
+                             f"{shown[id(g)]} above")
+                continue
+            lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
+            lines += format_array(g, name, self.tokens)
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
-def backprop_steps(loss: Tensor, grad: Any = None) -> Iterator[Step]:
+def format_number(value: float) -> str:
+    """Four decimals; an exact zero as 0, a tiny non-zero in e-notation (so it is not taken for 0)."""
+    if value == 0:
+        return "0"
+    if np.isnan(value):
+        return "nan"
+    if np.isinf(value):
+        return "−inf" if value < 0 else "inf"
+    return f"{value:.0e}" if abs(value) < 5e-5 else f"{value:.4f}"
+
+
+def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | None
+                ) -> tuple[list[str], list[str]]:
+    """Row and column labels of the last two axes: tokens where they index the sequence."""
+    rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1] if shape else 1)
+    row_labels, col_labels = [str(i) for i in range(rows)], [str(j) for j in range(cols)]
+    if tokens is None:
+        return row_labels, col_labels
+    fits = len(tokens)
+    if name in ATTENTION_MATRICES and rows == cols == fits:
+        return list(tokens), list(tokens)
+    if name == "Kᵀ" and cols == fits:
+        return row_labels, list(tokens)
+    if len(shape) >= 2 and rows == fits and name not in ("Kᵀ",) and not name.endswith(("weight", "bias")):
+        return list(tokens), col_labels
+    return row_labels, col_labels
+
+
+def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ") -> list[str]:
+    """Lines showing `array`: whole (as labelled matrices, one per leading index) up to 64
+    elements, else its shape, norm, range and first values."""
+    if array is None:
+        return [indent + "—"]
+    values = to_numpy(array).astype(np.float64)
+    if values.size > WHOLE:
+        flat = ", ".join(format_number(v) for v in values.reshape(-1)[:4])
+        finite = values[np.isfinite(values)]
+        span = f", min {format_number(finite.min())}, max {format_number(finite.max())}" \
+            if finite.size else ""
+        norm = format_number(float(np.linalg.norm(finite)))
+        return [f"{indent}{values.size} numbers, shape {values.shape}: ‖·‖ = {norm}{span}; "
+                f"first: {flat}, …"]
+    if values.ndim == 0:
+        return [indent + format_number(float(values))]
+    rows, cols = axis_labels(name, values.shape, tokens)
+    matrices = values.reshape((-1,) + values.shape[-2:]) if values.ndim >= 2 else values[None, None]
+    lead = list(np.ndindex(values.shape[:-2])) if values.ndim > 2 else [()]
+    lines: list[str] = []
+    for index, matrix in zip(lead, matrices):
+        if index:
+            lines.append(f"{indent}[{_lead_label(index, values.ndim)}]")
+        cells = [[format_number(v) for v in row] for row in matrix]
+        width = max(len(c) for row in cells + [cols] for c in row) + 2
+        pad = max(len(r) for r in rows) if values.ndim >= 2 else 0
+        lines.append(indent + " " * pad + "".join(f"{c:>{width}}" for c in cols))
+        for label, row in zip(rows if values.ndim >= 2 else [""], cells):
+            lines.append(indent + f"{label:>{pad}}" + "".join(f"{c:>{width}}" for c in row))
+    return lines
+
+
+def _lead_label(index: tuple[int, ...], ndim: int) -> str:
+    """'batch 0, head 1' for (B, H, rows, cols) arrays, else the indices."""
+    names = ("batch", "head") if ndim == 4 else ("batch",) if ndim == 3 else ()
+    if len(names) == len(index):
+        return ", ".join(f"{n} {i}" for n, i in zip(names, index))
+    return ", ".join(str(i) for i in index)
+
+
+def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None) -> Iterator[Step]:
     """Run the backward pass from `loss` one op node at a time, yielding a ``Step`` for each.
 
-    `grad` is as in ``Tensor.backward`` (omitted for a single-element loss). Leaf gradients are
-    accumulated as the pass goes, exactly as ``backward()`` does.
+    `grad` is as in ``Tensor.backward`` (omitted for a single-element loss); `tokens` label the
+    sequence positions in the printed matrices. Leaf gradients are accumulated as the pass goes,
+    exactly as ``backward()`` does.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -88,14 +211,27 @@ def backprop_steps(loss: Tensor, grad: Any = None) -> Iterator[Step]:
         >>> x.grad
         array([2., 4.], dtype=float32)
     """
-    for index, event in enumerate(engine.backward_steps(loss, loss._seed_grad(grad, "backprop_steps"))):
+    order = {id(t): i for i, t in enumerate(engine.backward_order(loss))}
+    notes = Notes(order)
+    seed = loss._seed_grad(grad, "backprop_steps")
+    for index, event in enumerate(engine.backward_steps(loss, seed, trace=True)):
         node = event.tensor._node
+        insides = tuple(Inside(symbol, equation, event.trace[symbol])
+                        for symbol, equation in node.op.insides if event.trace and symbol in event.trace)
+        step_notes, parts = notes.explain(index, event, insides, tokens)
         yield Step(
-            index=index, op=node.op.name, formula=node.op.formula,
-            module=engine.scope_name(node.scope),
-            output_shape=event.tensor.shape,
+            index=index, op=node.op.name, name=label(event.tensor, order), formula=node.op.formula,
+            module=engine.scope_name(node.scope), output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
-            input_names=tuple("None" if p is None else engine.tensor_label(p) for p in node.parents),
-            parameters=tuple(p.name or "(unnamed)" for p in node.parents
-                             if isinstance(p, Parameter)),
-            saved=tuple(node.ctx.saved), grad=event.grad, sent=event.sent, tensor=event.tensor)
+            input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
+            parameters=tuple(p.name or "(unnamed)" for p in node.parents if isinstance(p, Parameter)),
+            saved=tuple(k for k, v in node.ctx.saved.items() if v is not None),
+            grad=event.grad, sent=event.sent, insides=insides,
+            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor)
+
+
+def label(t: Tensor, order: dict[int, int]) -> str:
+    """A tensor's name for a learner: its own name, else the op that made it and that op's step."""
+    if t.name or t.op is None or id(t) not in order:
+        return engine.tensor_label(t)
+    return f"output of {t.op} (step {order[id(t)]})"

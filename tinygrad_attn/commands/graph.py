@@ -11,14 +11,14 @@ import sys
 import time
 
 from .. import nn, viz
-from ..demos import DEMOS, example_parser
+from .demo_options import build_example, example_parser
 
 COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.TransformerBlock, nn.MLP,
                                              nn.Linear, nn.LayerNorm, nn.Embedding)}
 
 
 def run(args: argparse.Namespace) -> int:
-    loss, _ = DEMOS[args.example]()
+    loss = build_example(args).loss
     loss.backward()
     collapse = [COLLAPSIBLE.get(name, name) for name in args.collapse] or None
     start = time.perf_counter()
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = example_parser(subparsers, "graph", "draw an example's computation graph", __doc__, "mha")
+    parser = example_parser(subparsers, "graph", "draw an example's computation graph", __doc__)
     parser.add_argument("--out", default="graph.svg", help="output file, .svg or .png (default graph.svg)")
     parser.add_argument("--collapse", nargs="*", default=[], metavar="MODULE",
                         help=f"modules drawn as one node each: class names "

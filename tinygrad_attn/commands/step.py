@@ -1,7 +1,8 @@
-"""``tinygrad-attn step``: walk through backprop of a small example, one node per Enter.
+"""``tinygrad-attn step``: walk through backprop of a small example, one node at a time.
 
-Keys: Enter shows the next step, ``b`` goes back one, ``q`` quits. ``--all`` prints every step
-without waiting (for pipes and tests).
+Keys: Enter, space, n or → shows the next step, b or ← goes back one, q quits; on a terminal a
+single key press is enough. ``--all`` prints every step without waiting (for pipes and tests).
+Every array is labelled: a value (of S, P, …) or a gradient dL/d(·) of what it belongs to.
 """
 
 from __future__ import annotations
@@ -10,15 +11,18 @@ import argparse
 import os
 import sys
 
-from ..demos import DEMOS, example_parser
 from ..stepper import Step, backprop_steps
+from .demo_options import DEMOS, build_example, example_parser
+from .keys import read_key
 
 
 def run(args: argparse.Namespace) -> int:
-    loss, model = DEMOS[args.example]()
-    print(f"example {args.example!r}: {DEMOS[args.example].__doc__}")
-    print(f"loss = {loss.item():.6f}; the backward pass runs from the loss back to the parameters.\n")
-    steps = backprop_steps(loss)
+    example = build_example(args)
+    kind = "built from primitives (--unfused)" if args.unfused else "one fused op"
+    print(f"example {args.example!r}: {DEMOS[args.example].__doc__} Attention is {kind}.")
+    print(example.intro)
+    print(f"loss = {example.loss.item():.6f}; the backward pass runs from the loss back to the parameters.\n")
+    steps = backprop_steps(example.loss, tokens=example.tokens)
     if args.all:
         try:
             count = 0
@@ -37,9 +41,9 @@ def interact(steps) -> int:
     seen: list[Step] = []
     position = -1
     while True:
-        try:
-            key = input("[Enter] next  [b] back  [q] quit > ").strip().lower()
-        except EOFError:
+        key = read_key("[Enter/→] next  [b/←] back  [q] quit > ")
+        if key is None:             # standard input closed: nothing more will come
+            print("\n(standard input closed: stopping; use --all to print every step)")
             return 0
         if key == "q":
             return 0
@@ -60,7 +64,6 @@ def interact(steps) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = example_parser(subparsers, "step", "step through backprop one node at a time",
-                            __doc__, "head")
+    parser = example_parser(subparsers, "step", "step through backprop one node at a time", __doc__)
     parser.add_argument("--all", action="store_true", help="print every step without waiting")
     parser.set_defaults(run=run)

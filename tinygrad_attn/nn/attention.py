@@ -35,6 +35,11 @@ class MultiHeadAttention(Module):
         dropout: probability of dropping attention weights while training.
         scale: multiplies Q Kᵀ; None (the default) means 1/√d_head, as in the paper. Setting it
             to 1.0 trains without scaling (the √d_k experiment in the docs does).
+        fused: attention as one op (True) or built from primitives, each its own backward step
+            (False); see ``F.scaled_dot_product_attention``. An attribute: it may be changed.
+
+    The tensors it makes are named for steps and drawings: Q, K, V (split into heads), the
+    heads' output ``heads``, their concatenation ``concat(heads)``.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -45,21 +50,23 @@ class MultiHeadAttention(Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0,
-                 scale: float | None = None):
+                 scale: float | None = None, fused: bool = True):
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model {d_model} is not divisible by "
                              f"num_heads {num_heads}")
         self.num_heads, self.d_head, self.dropout = num_heads, d_model // num_heads, dropout
-        self.scale = scale
+        self.scale, self.fused = scale, fused
         self.q_proj = Linear(d_model, d_model, bias)
         self.k_proj = Linear(d_model, d_model, bias)
         self.v_proj = Linear(d_model, d_model, bias)
         self.out_proj = Linear(d_model, d_model, bias)
 
-    def _split_heads(self, x: Tensor) -> Tensor:
+    def _split_heads(self, x: Tensor, name: str) -> Tensor:
         """(…, T, D) → (…, H, T, Dh): head h is the h-th contiguous slice of width Dh."""
         *lead, t, _ = x.shape
-        return x.reshape(*lead, t, self.num_heads, self.d_head).swapaxes(-3, -2)  # (B, H, T, Dh)
+        heads = x.reshape(*lead, t, self.num_heads, self.d_head).swapaxes(-3, -2)  # (B, H, T, Dh)
+        heads.name = name
+        return heads
 
     def forward(self, x: Tensor, context: Tensor | None = None, mask: Any = None,
                 is_causal: bool = False, return_weights: bool = False,
@@ -88,9 +95,9 @@ class MultiHeadAttention(Module):
             raise ShapeError(f"MultiHeadAttention: expected x and context of shape (batch, n, "
                              f"{d_model}) or (n, {d_model}), got {x.shape} and {context.shape}")
 
-        q = self._split_heads(self.q_proj(x))                           # Q = X W_Q (B, H, Tq, Dh)
-        k = self._split_heads(self.k_proj(context))                     # K = C W_K (B, H, Tk, Dh)
-        v = self._split_heads(self.v_proj(context))                     # V = C W_V (B, H, Tk, Dh)
+        q = self._split_heads(self.q_proj(x), "Q")                      # Q = X W_Q (B, H, Tq, Dh)
+        k = self._split_heads(self.k_proj(context), "K")                # K = C W_K (B, H, Tk, Dh)
+        v = self._split_heads(self.v_proj(context), "V")                # V = C W_V (B, H, Tk, Dh)
         if cache is not None:
             if cache.k is not None:
                 if is_causal and x.shape[-2] > 1:
@@ -105,9 +112,13 @@ class MultiHeadAttention(Module):
         # then they are asked for and multiplied with V again (the op's own output is unused).
         drop_weights = self.training and self.dropout > 0
         result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
-                                                return_weights=return_weights or drop_weights)
+                                                return_weights=return_weights or drop_weights,
+                                                fused=self.fused)
         heads, weights = result if return_weights or drop_weights else (result, None)
         if drop_weights:
             heads = F.dropout(weights, self.dropout) @ v                # (B, H, Tq, Dh)
-        out = self.out_proj(heads.swapaxes(-3, -2).reshape(x.shape))    # Concat(heads) W_O (B, Tq, D)
+        heads.name = "heads"
+        concat_heads = heads.swapaxes(-3, -2).reshape(x.shape)          # (B, Tq, D)
+        concat_heads.name = "concat(heads)"
+        out = self.out_proj(concat_heads)                               # Concat(heads) W_O (B, Tq, D)
         return (out, weights) if return_weights else out

@@ -36,6 +36,7 @@ class TransformerBlock(Module):
         num_heads: attention heads (must divide d_model).
         d_ff: hidden width of the MLP.
         dropout: on the attention weights and on both branches while training.
+        fused: passed to ``MultiHeadAttention`` (False: attention from primitives, step by step).
 
     Example:
         >>> import tinygrad_attn as ta
@@ -43,9 +44,10 @@ class TransformerBlock(Module):
         (2, 5, 8)
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+                 fused: bool = True):
         self.ln1 = LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused)
         self.ln2 = LayerNorm(d_model)
         self.mlp = MLP(d_model, d_ff)
         self.drop = Dropout(dropout)
@@ -72,6 +74,9 @@ class TinyTransformer(Module):
         max_len: the longest sequence (positions 0 … max_len − 1 have embeddings).
         d_ff: hidden width of each MLP (default 4 · d_model).
         dropout: dropout probability in every block.
+        fused: passed to every block's attention (False: attention from primitives).
+
+    The embeddings' sum is named ``X`` and the output ``logits`` in steps and drawings.
 
     Example:
         >>> import numpy as np
@@ -83,11 +88,11 @@ class TinyTransformer(Module):
     """
 
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
-                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0):
+                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True):
         self.vocab_size, self.max_len = vocab_size, max_len
         self.tok_emb = Embedding(vocab_size, d_model)
         self.pos_emb = Embedding(max_len, d_model)
-        self.blocks = [TransformerBlock(d_model, num_heads, d_ff or 4 * d_model, dropout)
+        self.blocks = [TransformerBlock(d_model, num_heads, d_ff or 4 * d_model, dropout, fused)
                        for _ in range(num_layers)]
         self.ln_f = LayerNorm(d_model)
         self.head = Linear(d_model, vocab_size)
@@ -113,13 +118,16 @@ class TinyTransformer(Module):
                              f"than max_len {self.max_len}")
         positions = np.arange(start, start + ids.shape[1])
         x = self.tok_emb(ids) + self.pos_emb(positions)                 # (B, T, D)
+        x.name = "X"
         for i, block in enumerate(self.blocks):
             x = block(x, is_causal=True, cache=None if caches is None else caches[i],
                       return_weights=maps is not None)
             if maps is not None:
                 x, weights = x
                 maps.append(weights)
-        return self.head(self.ln_f(x))                                  # (B, T, V)
+        logits = self.head(self.ln_f(x))                                # (B, T, V)
+        logits.name = "logits"
+        return logits
 
     def generate(self, ids: Any, max_new_tokens: int) -> Tensor:
         """Greedy decoding: the prompt followed by `max_new_tokens` argmax tokens.

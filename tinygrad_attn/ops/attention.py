@@ -11,10 +11,18 @@ import numpy as np
 
 from . import register
 from .base import Case, Op
-from .softmax import masked_softmax
+from .softmax import masked_logits, masked_softmax
 
 FORMULA = ("dQ = scale · dS K,  dS = P ⊙ (dP − rowsum(dP ⊙ P)),  dP = dO Vᵀ",
            "dK = scale · dSᵀ Q", "dV = Pᵀ dO", "mask: not differentiable", "float mask: not differentiable")
+# What a traced backward shows, in the order it computes them (S and P come from forward).
+INSIDES = (("S", "S = scale · Q Kᵀ (+ float mask; −inf where masked)"),
+           ("P", "P = softmax(S) row by row"),
+           ("dP", "dP = dO Vᵀ"),
+           ("dS", "dS = P ⊙ (dP − rowsum(dP ⊙ P))"),
+           ("dQ", "dQ = scale · dS K"),
+           ("dK", "dK = scale · dSᵀ Q"),
+           ("dV", "dV = Pᵀ dO"))
 
 _PADDED = np.array([[True, True, True, False, False]])
 _ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])
@@ -50,6 +58,7 @@ class ScaledDotProductAttention(Op):
     name = "scaled_dot_product_attention"
     formula = FORMULA
     cases = CASES
+    insides = INSIDES
 
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal):
@@ -58,7 +67,7 @@ class ScaledDotProductAttention(Op):
             keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2])))
         scores = (q @ xp.swapaxes(k, -1, -2)) * scale                    # (..., Tq, Tk)
         probs, _, _ = masked_softmax(xp, scores, keep, bias, -1)        # (..., Tq, Tk)
-        ctx.save(q=q, k=k, v=v, probs=probs)
+        ctx.save(q=q, k=k, v=v, probs=probs, keep=keep, bias=bias)    # masks: a traced backward redraws S
         return probs @ v                                                # (..., Tq, Dv)
 
     @staticmethod
@@ -69,9 +78,13 @@ class ScaledDotProductAttention(Op):
         """
         xp = ctx.xp
         q, k, v, probs = (ctx.saved[n] for n in ("q", "k", "v", "probs"))
-        grad_v = xp.swapaxes(probs, -1, -2) @ grad                      # (..., Tk, Dv)
         grad_p = grad @ xp.swapaxes(v, -1, -2)                          # (..., Tq, Tk)
         grad_s = probs * (grad_p - (grad_p * probs).sum(axis=-1, keepdims=True))
         grad_q = (grad_s @ k) * ctx.scale                               # (..., Tq, Dk)
         grad_k = (xp.swapaxes(grad_s, -1, -2) @ q) * ctx.scale          # (..., Tk, Dk)
+        grad_v = xp.swapaxes(probs, -1, -2) @ grad                      # (..., Tk, Dv)
+        if ctx.trace is not None:       # the stepper is watching: show the insides
+            scores = masked_logits(xp, (q @ xp.swapaxes(k, -1, -2)) * ctx.scale, ctx.saved["keep"],
+                                   ctx.saved["bias"])
+            ctx.trace.update(S=scores, P=probs, dP=grad_p, dS=grad_s, dQ=grad_q, dK=grad_k, dV=grad_v)
         return grad_q, grad_k, grad_v, None, None

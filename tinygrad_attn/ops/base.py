@@ -21,6 +21,9 @@ class Context:
         self.xp = xp
         self.needs_grad = needs_grad
         self._saved: dict[str, Any] = {}
+        # None in backward(); a dict while the stepper or a drawing watches this node, which the
+        # backward of an op with insides (attention) fills with its intermediate matrices.
+        self.trace: dict[str, Any] | None = None
         for key, value in params.items():
             setattr(self, key, value)
 
@@ -56,11 +59,17 @@ class Case:
 
 
 class Op:
-    """Base of every op. Subclasses set ``name``, ``formula``, ``cases`` and the two methods."""
+    """Base of every op. Subclasses set ``name``, ``formula``, ``cases`` and the two methods.
+
+    An op whose backward computes matrices worth seeing (attention's S, P, dP, dS, …) lists them
+    in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
+    backward puts them into ``ctx.trace`` when that is not None.
+    """
 
     name: str = ""
     formula: tuple[str, ...] = ()
     cases: tuple[Case, ...] = ()
+    insides: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def forward(ctx: Context, *inputs: Any, **params: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import register
-from .attention import CASES, FORMULA, causal_keep, combine_keep
+from .attention import CASES, causal_keep, combine_keep
 from .base import Case, Op
 from .softmax import masked_logits
 
@@ -54,8 +54,20 @@ class FlashAttention(Op):
     """O = softmax(scale · Q Kᵀ, mask) V, key block by key block with an online softmax."""
 
     name = "flash_attention"
-    formula = FORMULA
+    formula = ("per key block B: P_B = exp(S_B − L) (L = row log-sum-exp saved by forward)",
+               "D = rowsum(dO ⊙ O) once;  dS_B = P_B ⊙ (dO V_Bᵀ − D);  dQ += scale · dS_B K_B",
+               "dK_B = scale · dS_Bᵀ Q", "dV_B = P_Bᵀ dO", "mask: not differentiable",
+               "float mask: not differentiable")
     cases = tuple(Case(*c.specs, params={**c.params, "block_size": 2}) for c in CASES)
+    insides = (("L", "L = m + log l, the row log-sum-exp forward saved (+inf on a fully masked row)"),
+               ("D", "D = rowsum(dO ⊙ O) = rowsum(dP ⊙ P)"),
+               ("S", "S = scale · Q Kᵀ, recomputed block by block (−inf where masked)"),
+               ("P", "P = exp(S − L), block by block: the forward's softmax"),
+               ("dP", "dP = dO Vᵀ, block by block (not computed on the causal tiles skipped)"),
+               ("dS", "dS = P ⊙ (dP − D)"),
+               ("dQ", "dQ = scale · Σ_B dS_B K_B"),
+               ("dK", "dK = scale · dSᵀ Q"),
+               ("dV", "dV = Pᵀ dO"))
 
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
@@ -99,18 +111,41 @@ class FlashAttention(Op):
         grad_q = xp.zeros(batch + q.shape[-2:], dtype=grad.dtype)
         grad_k = xp.zeros(batch + k.shape[-2:], dtype=grad.dtype)
         grad_v = xp.zeros(batch + v.shape[-2:], dtype=grad.dtype)
+        shown = None if ctx.trace is None else _Insides(xp, batch + (q.shape[-2], k.shape[-2]), grad.dtype)
         for rows, cols in _tiles(ctx, q.shape[-2], k.shape[-2]):
             p = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
+            if shown is not None:
+                shown.put("S", rows, cols, p)
             p -= lse[..., rows, :]
             xp.exp(p, out=p)                                            # P, as in forward
             d_out = grad[..., rows, :]
             grad_v[..., cols, :] = xp.swapaxes(p, -1, -2) @ d_out
             grad_s = d_out @ xp.swapaxes(v[..., cols, :], -1, -2)       # dP
+            if shown is not None:
+                shown.put("P", rows, cols, p)
+                shown.put("dP", rows, cols, grad_s)
             grad_s -= delta[..., rows, :]
             grad_s *= p                                                 # dS = P ⊙ (dP − D)
+            if shown is not None:
+                shown.put("dS", rows, cols, grad_s)
             grad_q[..., rows, :] += grad_s @ k[..., cols, :]
             grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
             del p, grad_s                     # freed before the next tiles are made, not after
         grad_q *= ctx.scale
         grad_k *= ctx.scale
+        if shown is not None:
+            ctx.trace.update(L=lse, D=delta, **shown.matrices, dQ=grad_q, dK=grad_k, dV=grad_v)
         return grad_q, grad_k, grad_v, None, None
+
+
+class _Insides:
+    """The whole (..., Tq, Tk) matrices S, P, dP, dS, filled tile by tile, for a traced backward
+    only. Tiles the causal walk skips are wholly masked: S = −inf, P = dS = 0 there, and dP,
+    which flash never computes there, is NaN (shown as "not computed")."""
+
+    def __init__(self, xp, shape: tuple[int, ...], dtype):
+        self.matrices = {"S": xp.full(shape, -xp.inf, dtype=dtype), "P": xp.zeros(shape, dtype=dtype),
+                         "dP": xp.full(shape, xp.nan, dtype=dtype), "dS": xp.zeros(shape, dtype=dtype)}
+
+    def put(self, name: str, rows: slice, cols: slice, tile) -> None:
+        self.matrices[name][..., rows, cols] = tile

@@ -1,0 +1,136 @@
+"""The stepper's notes: why a gradient is exactly zero, and which parts a gradient sums.
+
+Exact zeros look like bugs to a learner unless something says why. These are the known reasons:
+a masked (causal) score has probability 0 and so gradient 0; a one-hot softmax row passes no
+gradient back to its scores; a bias added to every key is invisible to softmax; relu's slope is 0
+where its input is negative. A tensor used by several ops gets the sum of their gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import engine
+from .backend import to_numpy
+from .nn.module import Parameter
+
+TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
+
+
+class Notes:
+    """Follows a backward pass step by step and explains each step's zeros and sums.
+
+    Args:
+        order: the step number of each op output (``id(tensor)`` → index).
+    """
+
+    def __init__(self, order: dict[int, int]):
+        self.order = order
+        self.parts: dict[int, list[tuple[str, Any]]] = {}     # id(tensor) → (source, gradient sent)
+
+    def explain(self, index: int, event: engine.BackwardEvent, insides: tuple, tokens: Any
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+        """(notes, parts) of step `index`; `parts` are (source, gradient) when several ops sent one."""
+        t, node = event.tensor, event.tensor._node
+        parts = tuple(self.parts.pop(id(t), ()))
+        notes = []
+        if len(parts) > 1:
+            notes.append(f"dL/d({engine.tensor_label(t) if t.name else 'this output'}) is the sum of the "
+                         f"{len(parts)} gradients its consumers sent: " + " + ".join(s for s, _ in parts))
+        for i, (parent, g) in enumerate(zip(node.parents, event.sent)):
+            if parent is not None and g is not None:
+                self.parts.setdefault(id(parent), []).append(
+                    (f"step {index} ({node.op.name}{_in(node)}, input {i})", g))
+        inside = {i.symbol: to_numpy(i.array) for i in insides}
+        if "P" in inside and "dS" in inside:
+            notes += attention_zeros(inside["P"], inside["dS"], inside.get("S"), tokens, "dQ")
+        elif node.op.name == "softmax" and event.sent[0] is not None:
+            scores = _masked_scores(node)
+            notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None)
+        notes += _key_bias_zero(t, node, event)
+        if node.op.name == "getitem" and event.sent[0] is not None:
+            notes += _unpicked_zero(node)
+        if node.op.name == "relu" and event.sent[0] is not None:
+            off = int((to_numpy(node.parents[0].data) <= 0).sum())
+            if off:
+                notes.append(f"dL/dx is 0 at the {off} position(s) where x ≤ 0: relu's slope is 0 there")
+        return tuple(notes), parts if len(parts) > 1 else ()
+
+
+def _in(node: Any) -> str:
+    name = engine.scope_name(node.scope)
+    return f" in {name}" if name else ""
+
+
+def _masked_scores(node: Any) -> np.ndarray:
+    """The softmax step's logits as its op saw them: −inf where the keep mask is False."""
+    x, keep, bias = (None if p is None else to_numpy(p.data) for p in node.parents)
+    z = x if bias is None else x + bias
+    return z if keep is None else np.where(keep, z, -np.inf)
+
+
+def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, tokens: Any,
+                    query_grad: str | None) -> list[str]:
+    """Notes on the exact zeros of dS = P ⊙ (dP − rowsum(dP ⊙ P)): masked cells and one-hot rows."""
+    notes, shape = [], p.shape
+    p, ds = p.reshape((-1,) + p.shape[-2:]), ds.reshape((-1,) + ds.shape[-2:])
+    if scores is not None:
+        masked = np.isneginf(np.broadcast_to(scores, shape)).reshape(p.shape)
+        if masked.any():
+            per_matrix = int(masked[0].sum()) if (masked == masked[0]).all() else None
+            count = f"{per_matrix} masked cells of each matrix" if per_matrix is not None and len(p) > 1 \
+                else f"{int(masked.sum())} masked cells"
+            notes.append(f"P and dS are exactly 0 at the {count} (S = −inf there, e.g. a key after "
+                         f"the query under the causal mask): a masked key gets probability 0 and no gradient")
+    names = list(tokens) if tokens is not None and len(tokens) == p.shape[-2] else None
+    for m in range(len(p)):
+        for row in range(p.shape[-2]):
+            nonzero = np.flatnonzero(p[m, row])
+            head = f"{_matrix_name(m, len(p))}row {repr(names[row]) if names else row}"
+            if len(nonzero) == 0:
+                notes.append(f"{head} of P is all 0 (every key masked): its output and gradients are 0")
+            elif len(nonzero) == 1 and p[m, row, nonzero[0]] == 1 and not ds[m, row].any():
+                key = repr(names[nonzero[0]]) if names and p.shape[-1] == len(names) else str(nonzero[0])
+                then = f", and so is that row of {query_grad} = scale · dS K" if query_grad else ""
+                notes.append(f"{head} of dS is 0{then}: the query sees only key {key} (its P row is "
+                             f"one-hot), and dS = P ⊙ (dP − rowsum(dP ⊙ P)) = 0 when one P is 1 and "
+                             f"the rest 0")
+    return notes
+
+
+def _matrix_name(m: int, count: int) -> str:
+    return f"matrix {m}, " if count > 1 else ""
+
+
+def _unpicked_zero(node: Any) -> list[str]:
+    """Elements an index never picks get no gradient (an embedding's rows for absent ids)."""
+    x = node.parents[0]
+    picked = np.zeros(x.shape, dtype=bool)
+    picked[node.ctx.index] = True
+    if picked.all():
+        return []
+    name = engine.tensor_label(x)
+    rows = np.flatnonzero(~picked.reshape(len(picked), -1).any(axis=1)) if x.ndim > 1 else []
+    which = f"rows {rows.tolist()} (ids that do not occur in the input)" if len(rows) and \
+        (~picked).sum() == len(rows) * picked[0].size else f"{int((~picked).sum())} elements"
+    return [f"dL/d({name}) is 0 in {which}: the index never picked them, so no gradient flows there"]
+
+
+def _key_bias_zero(t: Any, node: Any, event: engine.BackwardEvent) -> list[str]:
+    """A key projection's bias gets a zero gradient: softmax ignores a constant shift of a row."""
+    path = engine.scope_name(node.scope) or ""
+    if node.op.name != "add" or not (t.name == "K" or path.endswith("k_proj")):
+        return []
+    arriving = float(np.abs(to_numpy(event.grad)).max())
+    notes = []
+    for parent, g in zip(node.parents, event.sent):
+        if isinstance(parent, Parameter) and g is not None and parent.ndim == 1 and arriving > 0:
+            largest = float(np.abs(to_numpy(g)).max())
+            if largest <= TINY * arriving:
+                notes.append(f"dL/d({parent.name}) is 0 up to rounding (largest |value| "
+                             f"{largest:.0e}): adding one vector b to every key adds q·b to every "
+                             f"score of query q's row, a constant shift that softmax ignores "
+                             f"(softmax(s + c) = softmax(s)), so the loss does not depend on b")
+    return notes
