@@ -97,3 +97,21 @@ def test_attention_inputs_are_watched():
     q.data[1, 2] = 0.0
     with pytest.raises(RuntimeError, match=r"^scaled_dot_product_attention: input 0 \(leaf\)"):
         out.sum().backward()
+
+
+def test_an_intermediate_saved_by_two_ops_is_named_at_its_consumer():
+    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)       # 2.4 KB: checked by its bit sum
+    h = x.tanh()                                               # tanh saves its output ...
+    loss = (h * h).sum()                                       # ... and mul saves it as input
+    h.data[7] = 0.0
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(output of tanh\) of shape \(300,\)"):
+        loss.backward()
+    assert x.grad is None
+
+
+def test_an_array_saved_by_two_ops_is_not_a_false_alarm():
+    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)
+    h = x.tanh()
+    (h * h).sum().backward()
+    t = np.tanh(0.5)
+    np.testing.assert_allclose(x.grad, np.full(300, 2 * t * (1 - t * t)))

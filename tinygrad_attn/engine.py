@@ -156,6 +156,7 @@ def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
     """
     grads: dict[int, Any] = {id(root): grad}
     shared = {id(grad)}     # arrays someone else holds: the seed, each node's kept gradient
+    verified: set[int] = set()  # saved arrays found unchanged in this pass
     for t in reversed(toposort(root)):
         g = grads.pop(id(t), None)
         if g is None:
@@ -164,7 +165,7 @@ def backward_steps(root: Tensor, grad: Any) -> Iterator[BackwardEvent]:
         if node is None:
             t.grad = _owned(g, shared) if t.grad is None else t.grad + g
             continue
-        _check_unchanged(node, t)
+        _check_unchanged(node, t, verified)
         node.grad = g
         shared.add(id(g))
         raw = node.op.backward(node.ctx, g)
@@ -190,9 +191,9 @@ def _owned(grad: Any, shared: set[int]) -> Any:
     return grad
 
 
-def _check_unchanged(node: Node, t: Tensor) -> None:
+def _check_unchanged(node: Node, t: Tensor, verified: set[int]) -> None:
     """Refuse to run a node's backward if an array it saved was edited in place since forward."""
-    found = inplace.changed(node.watched)
+    found = inplace.changed(node.watched, verified)
     if found is None:
         return
     index, array = found

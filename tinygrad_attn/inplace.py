@@ -9,9 +9,11 @@ The fingerprint of a NumPy array of up to 1 KiB is a copy of its bytes (exact, a
 any reduction at that size); of a larger or a CuPy array, the wrapping integer sum of its bit
 patterns in its own width: any change to one element, even of one bit, NaN included, changes it.
 The sum costs one read of the array, about 0.4 of an elementwise op on it, and on the GPU it
-stays on the device until backward compares it. Limits: a large array edited in a way that keeps
-the sum (two elements swapped) goes unseen; private residuals (softmax probabilities) are not
-fingerprinted, as users do not hold them.
+stays on the device until backward compares it. An array saved by two ops (tanh's output, then
+the next mul's input) is fingerprinted once at forward and read once per backward pass.
+
+Limits: a large array edited in a way that keeps the sum (two elements swapped) goes unseen;
+private residuals (softmax probabilities) and array params (getitem's index) are not fingerprinted.
 """
 
 from __future__ import annotations
@@ -43,13 +45,31 @@ def watch(saved: dict, inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, 
             continue                        # a private residual, or None
         index = None if array is out else owners[0]
         if all(array is not seen for _, seen, _ in watched):
-            watched.append((index, array, fingerprint(array)))
+            producer = None if index is None else inputs[index]._node
+            then = _output_fingerprint(producer, array)
+            watched.append((index, array, fingerprint(array) if then is None else then))
     return tuple(watched)
 
 
-def changed(watched: tuple) -> tuple[int | None, Any] | None:
-    """The first watched (index, array) whose content differs from its fingerprint, else None."""
+def _output_fingerprint(producer: Any, array: Any) -> Any:
+    """The fingerprint the op that made `array` already took of it, if it saved it (tanh's output
+    read again by the next mul): an edit in between is caught at that op's node either way."""
+    for index, seen, then in () if producer is None else producer.watched:
+        if index is None and seen is array:
+            return then
+    return None
+
+
+def changed(watched: tuple, verified: set[int]) -> tuple[int | None, Any] | None:
+    """The first watched (index, array) whose content differs from its fingerprint, else None.
+
+    `verified` holds the ids of arrays already found unchanged in this backward pass (an array
+    saved by two nodes is read once); the arrays are alive, held by their nodes, so ids are stable.
+    """
     for index, array, then in watched:
+        if id(array) in verified:
+            continue
         if bool(fingerprint(array) != then):
             return index, array
+        verified.add(id(array))
     return None
