@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import inplace
 from . import tensor as _tensor
 from .backend import xp_for
 from .errors import AnomalyError, DeviceError, ShapeError
@@ -38,7 +39,7 @@ class _State:
 class Node:
     """How a tensor was made: the op, its context (residuals), its parents in argument order."""
 
-    __slots__ = ("op", "ctx", "parents", "scope", "site", "grad")
+    __slots__ = ("op", "ctx", "parents", "scope", "site", "grad", "watched")
 
     def __init__(self, op: type[Op], ctx: Context, parents: tuple, scope: Any,
                  site: tuple[str, int] | None):
@@ -46,6 +47,7 @@ class Node:
         self.scope = scope      # the innermost module running when it was made (has `.path`)
         self.site = site        # (file, line) of user code, recorded only under detect_anomaly
         self.grad = None        # gradient of this node's output from the latest backward
+        self.watched = ()       # saved inputs/output with their fingerprints (see inplace.py)
 
 
 class BackwardEvent(NamedTuple):
@@ -115,6 +117,8 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     ctx = Context(xp_for(device), needs_grad, params)
     out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
     node = Node(op, ctx, inputs, _current_scope(), None) if record else None
+    if node is not None and ctx._saved:
+        node.watched = inplace.watch(ctx._saved, inputs, out)
     if _State.anomaly:          # the only cost of anomaly mode when it is off: this one test
         _check_forward(op, ctx.xp, inputs, out, node)
     return Tensor._from_op(out, device, op.name, node)
@@ -160,15 +164,19 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
     records its insides (``Op.insides``) in the event; ``backward()`` never asks for them.
     """
     grads: dict[int, Any] = {id(root): grad}
+    shared = {id(grad)}     # arrays someone else holds: the seed, each node's kept gradient
+    verified: set[int] = set()  # saved arrays found unchanged in this pass
     for t in reversed(toposort(root)):
         g = grads.pop(id(t), None)
         if g is None:
             continue
         node = t._node
         if node is None:
-            t.grad = g if t.grad is None else t.grad + g
+            t.grad = _owned(g, shared) if t.grad is None else t.grad + g
             continue
+        _check_unchanged(node, t, verified)
         node.grad = g
+        shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
         raw = node.op.backward(node.ctx, g)
         sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
@@ -182,6 +190,29 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
                 key = id(parent)
                 grads[key] = s if key not in grads else grads[key] + s
         yield BackwardEvent(t, g, sent, node.ctx.trace)
+
+
+def _owned(grad: Any, shared: set[int]) -> Any:
+    """`grad` as an array a leaf may own and change in place: copied when it is a view (a
+    broadcast one is read-only), or is held elsewhere (the seed, a node's gradient, another leaf)."""
+    if grad.base is not None or id(grad) in shared or not getattr(grad.flags, "writeable", True):
+        return grad.copy()
+    shared.add(id(grad))
+    return grad
+
+
+def _check_unchanged(node: Node, t: Tensor, verified: set[int]) -> None:
+    """Refuse to run a node's backward if an array it saved was edited in place since forward."""
+    found = inplace.changed(node.watched, verified)
+    if found is None:
+        return
+    index, array = found
+    which = f"its output ({tensor_label(t)})" if index is None else _input_label(index, node.parents[index])
+    raise RuntimeError(
+        f"{node.op.name}: {which} of shape {tuple(array.shape)} was changed in place after the "
+        "forward pass saved it for backward, so the gradient would be wrong; change values under "
+        "ta.no_grad() before building the graph, or run the forward pass again after changing them"
+        f"{_where(node.scope, node.parents, node.site)}")
 
 
 def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) -> Any:

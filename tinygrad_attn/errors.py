@@ -5,6 +5,11 @@ class ShapeError(ValueError):
     """An op got operands whose shapes do not fit; the message names the op and the shapes."""
 
 
+class IndexOutOfRange(ShapeError, IndexError):
+    """An integer index past the end of an axis (also an IndexError, so iteration protocols and
+    ``except IndexError`` see it as NumPy's)."""
+
+
 class DeviceError(RuntimeError):
     """An op mixed tensors of two devices, or a device is not available."""
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from .axes import normalize_axis
 from .backend import xp_for
 from .creation import generator
 from .errors import ShapeError
@@ -55,12 +56,6 @@ def _check_float(op: str, name: str, x: Tensor) -> None:
         raise TypeError(f"{op}: {name} must be a float tensor, got dtype {x.dtype}")
 
 
-def _axis(op: str, axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dims")
-    return axis % ndim
-
-
 def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """Probabilities along `axis`: exp(z − max z) / Σ exp(z − max z), z the masked logits.
 
@@ -85,7 +80,7 @@ def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """
     _check_float("softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "softmax")
-    return engine.apply(softmax_ops.Softmax, x, keep, bias, axis=_axis("softmax", axis, x.ndim))
+    return engine.apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", axis, x.ndim))
 
 
 def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
@@ -111,7 +106,7 @@ def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     _check_float("log_softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "log_softmax")
     return engine.apply(softmax_ops.LogSoftmax, x, keep, bias,
-                        axis=_axis("log_softmax", axis, x.ndim))
+                        axis=normalize_axis("log_softmax", axis, x.ndim))
 
 
 def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
@@ -272,6 +267,8 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
                scale: float | None, return_weights: bool, fused: bool = True, **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
+    for arg, t in (("q", q), ("k", k), ("v", v)):
+        _check_float(name, arg, t)
     if min(q.ndim, k.ndim, v.ndim) < 2:
         raise ShapeError(f"{name}: q, k, v need at least 2 dims, got {q.shape}, {k.shape}, {v.shape}")
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:

@@ -2,7 +2,8 @@
 
 The objective is L = Σ ⟨outᵢ, cᵢ⟩ with a fixed random cotangent cᵢ per output, never Σ out: for
 softmax the all-ones cotangent makes the true gradient exactly zero, so a wrong backward that
-also returned zero would pass.
+also returned zero would pass. A single-element output gets the cotangent 1, so for a scalar
+function the values compared (and reported) are its gradient itself.
 """
 
 from __future__ import annotations
@@ -31,23 +32,32 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
         >>> gradcheck(lambda t: (t * t).tanh(), [x])
         True
     """
-    for position, analytic, numeric in gradient_pairs(fn, inputs, eps):
+    pairs, is_scalar = _gradient_pairs(fn, inputs, eps)
+    for position, analytic, numeric in pairs:
         excess = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
         if (excess > 0).any() or not np.isfinite(analytic).all():
             worst = np.unravel_index(np.nanargmax(np.where(np.isfinite(analytic), excess, np.inf)),
                                      analytic.shape)
             name = getattr(inputs[position], "name", None)
             label = f"input {position}" + (f" ({name})" if name else "")
+            of = "the gradient of the output" if is_scalar else \
+                "gradients of ⟨v, f(x)⟩ for a random cotangent v (not of f itself)"
             raise GradcheckError(
                 f"gradcheck: {label} of shape {analytic.shape}: worst element {tuple(map(int, worst))}"
-                f" has analytic {analytic[worst]:.10g} but numeric {numeric[worst]:.10g} "
-                f"(tolerance atol={atol} + rtol={rtol}·|numeric|)")
+                f" has analytic {_number(analytic[worst])}, numeric {_number(numeric[worst])} "
+                f"({of}; tolerance atol={atol} + rtol={rtol}·|numeric|)")
     return True
 
 
 def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
                    eps: float = 1e-6) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(input position, analytic gradient, numeric gradient) for each input requiring grad."""
+    return _gradient_pairs(fn, inputs, eps)[0]
+
+
+def _gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
+                    eps: float) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], bool]:
+    """The pairs, and whether fn has one single-element output (so they are its gradient)."""
     inputs = [_as_float64(x) for x in inputs]
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not wrt:
@@ -55,7 +65,8 @@ def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
     outputs = _outputs(fn(*inputs))
     rng = np.random.default_rng(0)
     # An infinite output (a masked log-probability) is a constant: it gets cotangent 0.
-    cotangents = [xp_for(o.device).asarray(rng.standard_normal(o.shape)) * _finite_mask(o.data)
+    cotangents = [xp_for(o.device).asarray(np.ones(o.shape) if o.data.size == 1
+                                           else rng.standard_normal(o.shape)) * _finite_mask(o.data)
                   for o in outputs]
 
     for out, cot in zip(outputs, cotangents):
@@ -82,7 +93,13 @@ def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
             flat[j] = original
             numeric.reshape(-1)[j] = (plus - minus) / (2 * eps)
         pairs.append((i, analytic, numeric))
-    return pairs
+    return pairs, len(outputs) == 1 and outputs[0].data.size == 1
+
+
+def _number(value: float) -> str:
+    """8 significant digits, keeping a float look: 6.0, not 6."""
+    text = f"{float(value):.8g}"
+    return text if any(c in text for c in ".ein") else text + ".0"
 
 
 def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> list[Any]:

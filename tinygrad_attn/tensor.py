@@ -1,8 +1,10 @@
 """Tensor: an array on a device, whether it requires grad, and the node of the op that made it.
 
 Every differentiable method calls ``engine.apply`` with one op class; no method computes a
-gradient itself. Python numbers and arrays on the other side of an operator become constant
-tensors of this tensor's dtype (a float tensor times ``2`` stays float32).
+gradient itself. Dtypes follow PyTorch: a scalar on the other side of an operator (a Python
+number, a NumPy scalar or a 0-d array) never changes a float tensor's dtype (a float32 tensor
+times ``np.float64(2)`` stays float32); an integer tensor meeting a float takes the float's dtype
+(the default float dtype for a Python float); arrays with dims promote as NumPy does.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from .axes import normalize_axes, normalize_axis
 from .backend import device_of, to_device, to_numpy, xp_for
-from .errors import ShapeError
+from .errors import IndexOutOfRange, ShapeError
 from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
+from .ops.base import quiet_float_errors
 
 _default_dtype = np.dtype(np.float32)
 
@@ -52,6 +56,11 @@ class Tensor:
             dtype, arrays keep theirs and integers stay integers.
         device: "cpu" (NumPy) or "cuda" (CuPy).
 
+    Changing values: write ``x.data`` under ``no_grad()`` before building the graph (or build
+    a new graph afterwards), as an optimizer step does. An array that backward needs (``x`` in
+    ``x * x``) must not be edited in place between the forward pass and backward: backward then
+    raises a RuntimeError naming the op and the tensor, instead of using the new values.
+
     Example:
         >>> x = Tensor([1.0, 2.0], requires_grad=True)
         >>> (x * x).sum().backward()
@@ -70,7 +79,7 @@ class Tensor:
         if device_of(data) != device:
             data = to_device(data, device) if hasattr(data, "dtype") else data
         is_python = not hasattr(data, "dtype")
-        array = xp.array(data, dtype=dtype, copy=True)
+        array = _checked_array(xp, data, dtype)
         if dtype is None and is_python and array.dtype.kind == "f":
             array = array.astype(_default_dtype)
         if requires_grad and not _is_float(array.dtype):
@@ -112,6 +121,17 @@ class Tensor:
         """The last two axes swapped (a 1-D or 0-D tensor is returned as it is)."""
         return self if self.ndim < 2 else self.swapaxes(-1, -2)
 
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        """The sub-tensors along the first axis, as iterating a NumPy array gives its rows."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
     def __repr__(self) -> str:
         extra = f", op={self.op!r}" if self.op else ""
         extra += ", requires_grad=True" if self.requires_grad else ""
@@ -125,8 +145,9 @@ class Tensor:
         `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
         calling backward again accumulates again (zero the grads in between to start afresh).
         """
-        for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
-            pass
+        with quiet_float_errors():      # inf − inf while summing gradients gives NaN quietly
+            for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
+                pass
 
     def _seed_grad(self, grad: Any, caller: str) -> Any:
         """The gradient that starts a backward pass from this tensor, checked."""
@@ -170,12 +191,18 @@ class Tensor:
 
     # ----- arithmetic -----
     def _lift(self, other: Any) -> Tensor:
-        """`other` as a tensor on this device; numbers take this tensor's float dtype."""
+        """`other` as a tensor on this device; a scalar (Python or NumPy number, 0-d array)
+        takes a float tensor's dtype, a float scalar beside an integer tensor the default float."""
         if isinstance(other, Tensor):
             return other
-        if hasattr(other, "dtype"):
+        if getattr(other, "ndim", 0) != 0 or isinstance(other, (list, tuple)):
             return Tensor(other, device=self.device)
-        dtype = self.dtype if _is_float(self.dtype) else None
+        kind = other.dtype.kind if hasattr(other, "dtype") else np.asarray(other).dtype.kind
+        dtype = None                    # complex, strings: refused by the constructor
+        if kind == "f" and not _is_float(self.dtype):
+            dtype = _default_dtype
+        elif kind in "biuf" and self.dtype.kind != "b":
+            dtype = self.dtype
         return Tensor(other, dtype=dtype, device=self.device)
 
     def __add__(self, other): return _binary(E.Add, self, self._lift(other))
@@ -220,8 +247,11 @@ class Tensor:
         return self._reduce(R.Var, axis, keepdims)
 
     def _reduce(self, op, axis, keepdims) -> Tensor:
-        return engine.apply(op, self, axis=_normalize_axes(op.name, axis, self.ndim),
-                            keepdims=keepdims)
+        axes = normalize_axes(op.name, axis, self.ndim)
+        if op is R.Max and any(self.shape[a] == 0 for a in (range(self.ndim) if axes is None else axes)):
+            raise ShapeError(f"max: cannot take the maximum over an empty axis (axis {axis} of "
+                             f"shape {self.shape})")
+        return engine.apply(op, self, axis=axes, keepdims=keepdims)
 
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
@@ -234,15 +264,16 @@ class Tensor:
 
     def transpose(self, *axes: int) -> Tensor:
         """Permute the axes (reversed when none are given), as numpy.transpose."""
-        axes = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        axes = axes or tuple(reversed(range(self.ndim)))
-        if sorted(a % self.ndim for a in axes) != list(range(self.ndim)) or len(axes) != self.ndim:
+        axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        axes = normalize_axes("transpose", axes, self.ndim, sort=False) if axes else \
+            tuple(reversed(range(self.ndim)))
+        if len(axes) != self.ndim:
             raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {self.shape}")
-        return engine.apply(S.Transpose, self, axes=tuple(a % self.ndim for a in axes))
+        return engine.apply(S.Transpose, self, axes=axes)
 
     def swapaxes(self, a: int, b: int) -> Tensor:
         axes = list(range(self.ndim))
-        a, b = _normalize_axes("swapaxes", (a, b), self.ndim, sort=False)
+        a, b = (normalize_axis("swapaxes", x, self.ndim) for x in (a, b))
         axes[a], axes[b] = axes[b], axes[a]
         return engine.apply(S.Transpose, self, axes=tuple(axes))
 
@@ -255,13 +286,15 @@ class Tensor:
         try:
             np.broadcast_to(np.empty((), bool), self.shape)[tuple(to_numpy(i) if hasattr(i, "dtype") else i
                                                    for i in index)]
-        except (IndexError, TypeError, ValueError) as e:
+        except IndexError as e:
+            raise IndexOutOfRange(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
+        except (TypeError, ValueError) as e:
             raise ShapeError(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
         return engine.apply(S.GetItem, self, index=index)
 
     def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
         """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
-        axis = _normalize_axes("split", axis, self.ndim)[0]
+        axis = normalize_axis("split", axis, self.ndim)
         length = self.shape[axis]
         if isinstance(sizes_or_n, int):
             if sizes_or_n <= 0 or length % sizes_or_n:
@@ -295,17 +328,20 @@ def _as_mask(mask: Any, device: str) -> Tensor:
     return mask
 
 
-def _normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
-    """`axis` (None, an int or a sequence) as a tuple of non-negative ints, checked against ndim."""
-    if axis is None:
-        return None
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    if any(not -max(ndim, 1) <= a < max(ndim, 1) for a in axes):
-        raise ShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dims")
-    axes = tuple(a % max(ndim, 1) for a in axes)
-    if len(set(axes)) != len(axes):
-        raise ShapeError(f"{op}: axis {axis} repeats an axis")
-    return tuple(sorted(axes)) if sort else axes
+def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:
+    """A fresh array of `data`; TypeError for what a tensor cannot hold (complex, strings,
+    objects, ragged lists): only bool, integer and float data."""
+    try:
+        array = xp.array(data, dtype=dtype, copy=True)
+    except ValueError as e:
+        if "inhomogeneous" not in str(e):
+            raise
+        raise TypeError("Tensor: ragged data (nested lists of different lengths) cannot form a "
+                        "tensor") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"Tensor: cannot hold dtype {array.dtype}; a tensor holds bool, integer "
+                        "or float data")
+    return array
 
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -323,6 +359,10 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
+    if _is_float(a.dtype) != _is_float(b.dtype):   # int meets float: the float's dtype (PyTorch)
+        float_dtype = a.dtype if _is_float(a.dtype) else b.dtype
+        a, b = (t if _is_float(t.dtype) else Tensor(t.data, dtype=float_dtype, device=t.device)
+                for t in (a, b))
     if a.shape != b.shape:
         _check_broadcast(op.name, a, b)
     return engine.apply(op, a, b)
@@ -352,7 +392,7 @@ def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("concat: needs at least one tensor")
-    axis = _normalize_axes("concat", axis, tensors[0].ndim)[0]
+    axis = normalize_axis("concat", axis, tensors[0].ndim)
     first = tensors[0].shape
     for t in tensors:
         if t.ndim != len(first) or t.shape[:axis] + t.shape[axis + 1:] != first[:axis] + first[axis + 1:]:
@@ -367,6 +407,6 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         raise ValueError("stack: needs at least one tensor")
     if any(t.shape != tensors[0].shape for t in tensors):
         raise ShapeError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
-    axis = _normalize_axes("stack", axis, tensors[0].ndim + 1)[0]
+    axis = normalize_axis("stack", axis, tensors[0].ndim + 1)
     return engine.apply(S.Stack, *tensors, axis=axis)
 

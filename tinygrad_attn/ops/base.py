@@ -9,9 +9,18 @@ output, and the engine sums it back to the input's shape.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any
+
+import numpy as np
+
+
+def quiet_float_errors() -> AbstractContextManager:
+    """Let NumPy give inf or NaN without a RuntimeWarning (overflow in exp, log 0, x/0), as PyTorch
+    does; ``detect_anomaly`` still reports them. CuPy never warns, so this only affects NumPy."""
+    return np.errstate(over="ignore", divide="ignore", invalid="ignore")
 
 
 class Context:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import register
-from .base import Case, Op
+from .base import Case, Op, quiet_float_errors
 
 _BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)), Case((), (2, 3)))
 _UNARY_CASES = (Case((3, 4)), Case((2, 3, 5)))
@@ -85,14 +85,16 @@ class Div(Op):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save(a=a, b=b)
-        return a / b
+        with quiet_float_errors():
+            return a / b
 
     @staticmethod
     def backward(ctx, grad):
         """∂c/∂a = 1/b, ∂c/∂b = −a/b²."""
         a, b = ctx.saved["a"], ctx.saved["b"]
-        return (grad / b if ctx.needs_grad[0] else None,
-                -grad * a / (b * b) if ctx.needs_grad[1] else None)
+        with quiet_float_errors():
+            return (grad / b if ctx.needs_grad[0] else None,
+                    -grad * a / (b * b) if ctx.needs_grad[1] else None)
 
 
 @register
@@ -100,22 +102,30 @@ class Pow(Op):
     """c = a ** b, differentiable in both the base and the exponent."""
 
     name = "pow"
-    formula = ("da = dc ⊙ b ⊙ a^(b−1)", "db = dc ⊙ c ⊙ ln a")
+    formula = ("da = dc ⊙ b ⊙ a^(b−1), 0 where b = 0", "db = dc ⊙ c ⊙ ln a, 0 where a = 0 and b ≥ 0")
     cases = (Case((3, 4), (3, 4), domain="positive"), Case((3, 4), np.array(2.0)),
              Case((3, 4), np.array(-1.5), domain="positive"), Case((2, 3), (3,), domain="positive"))
 
     @staticmethod
     def forward(ctx, a, b):
-        c = a ** b
+        with quiet_float_errors():
+            c = a ** b
         ctx.save(a=a, b=b, c=c)
         return c
 
     @staticmethod
     def backward(ctx, grad):
-        """∂c/∂a = b·a^(b−1); ∂c/∂b = a^b·ln a (only needed, and only defined, for a > 0)."""
+        """∂c/∂a = b·a^(b−1); ∂c/∂b = a^b·ln a (defined for a > 0).
+
+        At the boundary, as PyTorch: where b = 0, c = a⁰ = 1 does not depend on a, so ∂c/∂a = 0
+        (not 0·0⁻¹ = NaN at a = 0); where a = 0 and b ≥ 0, ∂c/∂b is taken as 0 (c·ln a = 0·(−∞)).
+        """
+        xp = ctx.xp
         a, b, c = ctx.saved["a"], ctx.saved["b"], ctx.saved["c"]
-        return (grad * b * a ** (b - 1) if ctx.needs_grad[0] else None,
-                grad * c * ctx.xp.log(a) if ctx.needs_grad[1] else None)
+        zero = xp.asarray(0, dtype=grad.dtype)
+        with quiet_float_errors():
+            return (xp.where(b == 0, zero, grad * b * a ** (b - 1)) if ctx.needs_grad[0] else None,
+                    xp.where((a == 0) & (b >= 0), zero, grad * c * xp.log(a)) if ctx.needs_grad[1] else None)
 
 
 @register
@@ -146,7 +156,8 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.exp(x)
+        with quiet_float_errors():
+            y = ctx.xp.exp(x)
         ctx.save(y=y)
         return y
 
@@ -167,12 +178,14 @@ class Log(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        return ctx.xp.log(x)
+        with quiet_float_errors():
+            return ctx.xp.log(x)
 
     @staticmethod
     def backward(ctx, grad):
         """∂ ln x/∂x = 1/x."""
-        return (grad / ctx.saved["x"],)
+        with quiet_float_errors():
+            return (grad / ctx.saved["x"],)
 
 
 @register
@@ -185,14 +198,16 @@ class Sqrt(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.sqrt(x)
+        with quiet_float_errors():
+            y = ctx.xp.sqrt(x)
         ctx.save(y=y)
         return y
 
     @staticmethod
     def backward(ctx, grad):
         """∂√x/∂x = 1/(2√x) = 1/(2y)."""
-        return (grad / (2 * ctx.saved["y"]),)
+        with quiet_float_errors():
+            return (grad / (2 * ctx.saved["y"]),)
 
 
 @register

@@ -82,7 +82,7 @@ class FlashAttention(Op):
             e = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
             old_max = row_max[..., rows, :]
             new_max = xp.maximum(old_max, e.max(axis=-1, keepdims=True))
-            shift = xp.where(xp.isfinite(new_max), new_max, zero)       # nothing seen yet: 0
+            shift = xp.where(new_max == -xp.inf, zero, new_max)         # nothing seen yet: 0
             rescale = xp.exp(old_max - shift)                           # old terms to the new max
             e -= shift
             xp.exp(e, out=e)                                            # in place: no 2nd tile
@@ -91,7 +91,7 @@ class FlashAttention(Op):
             acc[..., rows, :] += e @ v[..., cols, :]
             row_max[..., rows, :] = new_max
             del e                             # freed before the next tile is made, not after
-        alive = row_sum > 0                                             # some key takes part
+        alive = row_sum != 0                            # some key takes part (a NaN row stays NaN)
         safe_sum = xp.where(alive, row_sum, 1)
         out = acc / safe_sum
         lse = xp.where(alive, row_max + xp.log(safe_sum), xp.inf)       # +inf: exp(S − L) = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from . import register
-from .base import Case, Op
+from .base import Case, Op, quiet_float_errors
 
 _AXIS_CASES = (Case((3, 4), params={"axis": None, "keepdims": False}),
                Case((3, 4), params={"axis": (1,), "keepdims": False}),
@@ -28,6 +28,12 @@ def _keep_axes(ctx, grad):
 
 def _count(shape, axis):
     return math.prod(shape) if axis is None else math.prod(shape[i] for i in axis)
+
+
+def _mean(x, axis, keepdims):
+    """Σ x / n; over an empty axis NaN without NumPy's "Mean of empty slice" warning, as PyTorch."""
+    with quiet_float_errors():
+        return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(_count(x.shape, axis))
 
 
 @register
@@ -60,13 +66,14 @@ class Mean(Op):
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         ctx.in_shape = x.shape
-        return x.mean(axis=axis, keepdims=keepdims)
+        return _mean(x, axis, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
         """Every element has slope 1/n: dx is dy/n copied along the reduced axes."""
         n = _count(ctx.in_shape, ctx.axis)
-        return (ctx.xp.broadcast_to(_keep_axes(ctx, grad) / n, ctx.in_shape),)
+        with quiet_float_errors():
+            return (ctx.xp.broadcast_to(_keep_axes(ctx, grad) / n, ctx.in_shape),)
 
 
 @register
@@ -107,13 +114,13 @@ class Var(Op):
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         ctx.in_shape = x.shape
-        centered = x - x.mean(axis=axis, keepdims=True)
+        centered = x - _mean(x, axis, keepdims=True)
         ctx.save(centered=centered)
-        return (centered * centered).mean(axis=axis, keepdims=keepdims)
+        return _mean(centered * centered, axis, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
         """∂y/∂xᵢ = 2(xᵢ − μ)/n; the path through μ adds −(2/n²)Σⱼ(xⱼ − μ) = 0."""
         n = _count(ctx.in_shape, ctx.axis)
-        return (_keep_axes(ctx, grad) * ctx.saved["centered"] * (2 / n),)
+        return (_keep_axes(ctx, grad) * ctx.saved["centered"] * (2 / max(n, 1)),)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import register
-from .base import Case, Op
+from .base import Case, Op, quiet_float_errors
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
@@ -45,13 +45,19 @@ def masked_softmax(xp, x, keep, bias, axis):
     The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
     with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
     part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
+    A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
+    gives an empty result (m = s = 0).
     """
     z = masked_logits(xp, x, keep, bias)
+    if z.shape[axis] == 0:                      # nothing to normalise; max() of nothing is undefined
+        stat = xp.zeros(z.shape[:axis % z.ndim] + (1,) + z.shape[axis % z.ndim + 1:], dtype=z.dtype)
+        return xp.exp(z), stat, stat
     m = z.max(axis=axis, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, xp.asarray(0, dtype=m.dtype))
-    e = xp.exp(z - m)
-    s = e.sum(axis=axis, keepdims=True)
-    return e / xp.where(s > 0, s, xp.asarray(1, dtype=s.dtype)), m, s
+    m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
+    with quiet_float_errors():
+        e = xp.exp(z - m)
+        s = e.sum(axis=axis, keepdims=True)
+        return e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s), m, s
 
 
 @register
@@ -94,8 +100,9 @@ class LogSoftmax(Op):
         probs, m, s = masked_softmax(xp, x, keep, bias, axis)
         z = masked_logits(xp, x, keep, bias)
         alive = z > -xp.inf                                     # positions taking part
-        log_s = xp.log(xp.where(s > 0, s, xp.asarray(1, dtype=s.dtype)))
-        y = xp.where(s > 0, z - m - log_s, xp.asarray(0, dtype=z.dtype))
+        with quiet_float_errors():
+            log_s = xp.log(xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
+            y = xp.where(s == 0, xp.asarray(0, dtype=z.dtype), z - m - log_s)   # NaN rows stay NaN
         ctx.save(probs=probs, alive=alive)
         return y
 

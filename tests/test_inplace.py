@@ -1,0 +1,117 @@
+"""In-place edits of arrays that backward needs are caught at backward; safe ways still work."""
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import functional as F
+from tinygrad_attn import nn, optim
+from tinygrad_attn.inplace import fingerprint
+
+
+def test_edit_of_a_saved_leaf_after_forward_names_op_and_tensor():
+    x = ta.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    x.data[0] = 5
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(leaf\) of shape \(3,\) was changed in "
+                                           r"place after the forward pass"):
+        y.backward()
+    assert x.grad is None                       # refused before any gradient was written
+
+
+def test_edit_of_a_saved_output_names_the_output():
+    x = ta.Tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    y.data *= 2
+    with pytest.raises(RuntimeError, match=r"^exp: its output \(output of exp\) of shape \(2,\) was "
+                                           "changed in place"):
+        y.sum().backward()
+
+
+def test_named_parameter_edited_through_a_view_is_named():
+    lin = nn.Linear(3, 2)
+    _ = lin.state_dict()
+    x = ta.Tensor(np.ones((4, 3), dtype=np.float32))
+    loss = lin(x).sum()
+    lin.weight.reshape(-1).data[1] += 1.0       # the reshape is a view of the weight's array
+    with pytest.raises(RuntimeError, match=r"^matmul: input 1 \(weight\) of shape \(3, 2\)"):
+        loss.backward()
+
+
+def test_a_change_of_one_bit_or_of_equal_elements_is_seen():
+    a = np.ones(4, dtype=np.float32)
+    before = fingerprint(a)
+    a *= 2                                       # pairs of equal values: an xor would miss this
+    assert fingerprint(a) != before
+    b = np.zeros(3)
+    before = fingerprint(b)
+    b.view(np.uint64)[2] ^= 1                    # the smallest float64 change: one bit
+    assert fingerprint(b) != before
+    c = np.array([1.0, np.nan])
+    assert fingerprint(c) == fingerprint(c.copy())  # NaN == NaN by bits: no false alarm
+
+
+def test_edit_under_no_grad_before_forward_is_fine():
+    x = ta.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with ta.no_grad():
+        x.data[0] = 5
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad, [10.0, 4.0, 6.0])
+
+
+def test_reading_data_or_editing_unsaved_inputs_is_fine():
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    b = ta.Tensor([3.0, 4.0])
+    y = (x + b).sum()                            # add saves nothing: its gradient needs no values
+    _ = x.data.sum()
+    b.data[0] = 100.0
+    y.backward()
+    np.testing.assert_allclose(x.grad, [1.0, 1.0])
+
+
+def test_optimizer_step_between_two_passes():
+    w = ta.Tensor([1.0, -1.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.5)
+    x = ta.Tensor([2.0, 3.0])
+    for expected_grad in ([4.0, -6.0], [-4.0, 12.0]):
+        opt.zero_grad()
+        loss = (w * w * x).sum()                 # dL/dw = 2 w x
+        loss.backward()
+        np.testing.assert_allclose(w.grad, expected_grad)
+        opt.step()                               # w.data changes in place; the next forward is new
+    np.testing.assert_allclose(w.data, [1.0, -4.0])
+
+
+def test_backward_again_through_a_graph_older_than_an_optimizer_step_is_refused():
+    w = ta.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * w).sum()
+    loss.backward()
+    optim.SGD([w], lr=0.1).step()
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(leaf\)"):
+        loss.backward()
+
+
+def test_attention_inputs_are_watched():
+    q = ta.Tensor(np.ones((2, 3)), requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q)
+    q.data[1, 2] = 0.0
+    with pytest.raises(RuntimeError, match=r"^scaled_dot_product_attention: input 0 \(leaf\)"):
+        out.sum().backward()
+
+
+def test_an_intermediate_saved_by_two_ops_is_named_at_its_consumer():
+    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)       # 2.4 KB: checked by its bit sum
+    h = x.tanh()                                               # tanh saves its output ...
+    loss = (h * h).sum()                                       # ... and mul saves it as input
+    h.data[7] = 0.0
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(output of tanh\) of shape \(300,\)"):
+        loss.backward()
+    assert x.grad is None
+
+
+def test_an_array_saved_by_two_ops_is_not_a_false_alarm():
+    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)
+    h = x.tanh()
+    (h * h).sum().backward()
+    t = np.tanh(0.5)
+    np.testing.assert_allclose(x.grad, np.full(300, 2 * t * (1 - t * t)))

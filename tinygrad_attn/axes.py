@@ -1,0 +1,45 @@
+"""Checking the axis arguments of every op in one place: ints (NumPy integers accepted, as NumPy
+and PyTorch accept them), in range for the tensor's dims, never wrapped modulo ndim."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .errors import ShapeError
+
+
+def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
+    """`axis` (None, an int or a sequence of ints) as a tuple of non-negative ints < ndim.
+
+    Raises:
+        TypeError: an axis is not an integer (a float, a bool, a string).
+        ShapeError: an axis is out of range (a 0-d tensor has no axis) or repeated.
+    """
+    if axis is None:
+        return None
+    many = isinstance(axis, (tuple, list))
+    axes = tuple(_as_int(op, a) for a in (axis if many else (axis,)))
+    label = f"axes {tuple(axis)} are" if many else f"axis {axis} is"
+    if any(not -ndim <= a < ndim for a in axes):
+        raise ShapeError(f"{op}: {label} out of range for a tensor with {ndim} dims")
+    axes = tuple(a % ndim for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"{op}: axes {tuple(axis)} repeat an axis")
+    return tuple(sorted(axes)) if sort else axes
+
+
+def normalize_axis(op: str, axis: Any, ndim: int) -> int:
+    """One axis as a non-negative int < ndim (see ``normalize_axes``)."""
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"{op}: axis must be one int, got {axis!r}")
+    return normalize_axes(op, axis, ndim)[0]
+
+
+def _as_int(op: str, a: Any) -> int:
+    if isinstance(a, bool):
+        raise TypeError(f"{op}: axis must be an int, got {a!r}")
+    try:
+        return operator.index(a)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {a!r}") from None
