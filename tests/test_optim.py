@@ -92,7 +92,7 @@ def test_state_dict_resumes_exactly(factory):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="got no parameters"):
         optim.SGD([], lr=0.1)
-    with pytest.raises(ValueError, match="lr must be >= 0"):
+    with pytest.raises(ValueError, match="lr must be a finite number >= 0, got -1"):
         optim.Adam([ta.Tensor([1.0], requires_grad=True)], lr=-1)
 
 

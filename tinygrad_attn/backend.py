@@ -52,7 +52,9 @@ def to_numpy(array: Any) -> np.ndarray:
 
 
 def to_device(array: Any, device: str) -> Any:
-    """`array` moved to `device` (no copy if it is already there)."""
+    """`array` moved to `device` (no copy if it is already there); DeviceError for an unknown device."""
+    if device not in DEVICES:
+        raise DeviceError(f"unknown device {device!r}: expected one of {DEVICES}")
     if device_of(array) == device:
         return array
     return xp_for(device).asarray(array) if device == "cuda" else array.get()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
+import uuid
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -44,12 +44,14 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict[str,
     """Write `arrays` and the JSON-serialisable `meta` to `path` atomically; returns the path.
 
     The file is written to a temporary name in the same folder, flushed to disk, then renamed
-    over `path`; on any error the temporary file is removed and `path` is left as it was.
+    over `path`; on any error the temporary file is removed and `path` is left as it was. It gets
+    the file mode of any other new file (0666 less the umask), not a temporary file's 0600.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     blob = np.frombuffer(json.dumps({"format": FORMAT, **meta}).encode(), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays, **{_META: blob})
@@ -68,7 +70,11 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError(f"a single {'.npy array' if isinstance(data, np.ndarray) else 'text file'}, "
+                             f"not an .npz archive")
+        with data:
             arrays = {key: data[key] for key in data.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
         raise CheckpointError(f"{path}: not a readable tinygrad_attn checkpoint ({e})") from None
@@ -110,10 +116,14 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     Raises:
         CheckpointError: the file is missing, truncated, not a checkpoint, or its arrays do not
             fit the model and optimizer its config describes.
+        DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing).
     """
+    from .backend import xp_for
     from .tasks import get_task
     from .train import History, TrainState, config_from_dict, make_model, restore_rng_states
 
+    if device is not None:
+        xp_for(device)
     arrays, meta = load(path)
     part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:

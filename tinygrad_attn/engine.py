@@ -22,7 +22,7 @@ from . import inplace
 from . import tensor as _tensor
 from .backend import xp_for
 from .errors import AnomalyError, DeviceError, ShapeError
-from .ops.base import Context, Op
+from .ops.base import Context, Op, quiet_float_errors
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -115,7 +115,8 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     needs_grad = tuple(t is not None and t.requires_grad for t in inputs)
     record = _State.grad_enabled and any(needs_grad)
     ctx = Context(xp_for(device), needs_grad, params)
-    out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
+    with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+        out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
     node = Node(op, ctx, inputs, _current_scope(), None) if record else None
     if node is not None and ctx._saved:
         node.watched = inplace.watch(ctx._saved, inputs, out)
@@ -178,7 +179,8 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
         node.grad = g
         shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        raw = node.op.backward(node.ctx, g)
+        with quiet_float_errors():
+            raw = node.op.backward(node.ctx, g)
         sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
         if len(sent) != len(node.parents):
             raise RuntimeError(f"{node.op.name}: backward returned {len(sent)} gradients "

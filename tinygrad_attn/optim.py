@@ -27,14 +27,20 @@ class Optimizer:
     buffer_names: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Tensor], lr: float):
+        name = type(self).__name__
+        if isinstance(params, Tensor) or not isinstance(params, Iterable):
+            got = "one Tensor" if isinstance(params, Tensor) else type(params).__name__
+            raise TypeError(f"{name}: params must be an iterable of Tensors such as model.parameters() "
+                            f"or [w, b], got {got}")
         unique: dict[int, Tensor] = {}
-        for p in params:
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{name}: params must be Tensors, got {type(p).__name__} at position {i}")
             unique.setdefault(id(p), p)
         self.params = list(unique.values())
         if not self.params:
-            raise ValueError(f"{type(self).__name__}: got no parameters")
-        if lr < 0:
-            raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
+            raise ValueError(f"{name}: got no parameters")
+        _check_settings(name, lr=lr)
         self.lr = lr
         self.steps = 0
         self.buffers: list[dict[str, Any]] = [{} for _ in self.params]
@@ -91,6 +97,13 @@ class Optimizer:
         self.buffers = buffers
 
 
+def _check_settings(owner: str, **settings: float) -> None:
+    """Raise ValueError naming `owner` and the first setting that is not a finite number >= 0."""
+    for name, value in settings.items():
+        if not 0 <= value < math.inf:
+            raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value!r}")
+
+
 class SGD(Optimizer):
     """g = grad + wd·p; with momentum, b = μ·b + g (b = g at first) and g = b; then p −= lr·g.
 
@@ -108,6 +121,7 @@ class SGD(Optimizer):
     def __init__(self, params: Iterable[Tensor], lr: float, momentum: float = 0.0,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
+        _check_settings("SGD", momentum=momentum, weight_decay=weight_decay)
         self.momentum, self.weight_decay = momentum, weight_decay
 
     def _update(self, p, grad, buffers):
@@ -133,9 +147,9 @@ class Adam(Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
-        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or eps < 0:
-            raise ValueError(f"{type(self).__name__}: need betas in [0, 1) and eps >= 0, got "
-                             f"betas={betas}, eps={eps}")
+        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
+            raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got betas={betas}")
+        _check_settings(type(self).__name__, eps=eps, weight_decay=weight_decay)
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
 
     def _update(self, p, grad, buffers):
@@ -164,18 +178,24 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
-def clip_grad_norm(params: Iterable[Tensor], max_norm: float) -> float:
+def clip_grad_norm(params: Iterable[Tensor] | Tensor, max_norm: float,
+                   error_if_nonfinite: bool = False) -> float:
     """Scale all gradients together so that their joint norm is at most `max_norm`.
 
     Each grad becomes g · min(1, max_norm / (‖g‖ + 1e-6)), ‖g‖ the norm over all of them; the
     grads are replaced, not scaled in place, because two leaves may share one gradient array.
 
     Args:
-        params: tensors whose ``grad`` to clip (those with grad None are skipped).
+        params: tensors whose ``grad`` to clip (those with grad None are skipped), or one tensor.
         max_norm: the largest joint norm allowed (≥ 0).
+        error_if_nonfinite: raise if ‖g‖ is NaN or infinite (as in PyTorch); otherwise such a
+            norm is returned and the grads are left as they are.
 
     Returns:
         ‖g‖ before clipping, as a float.
+
+    Raises:
+        RuntimeError: ‖g‖ is not finite and `error_if_nonfinite` is True (grads unchanged).
 
     Example:
         >>> import numpy as np
@@ -184,12 +204,15 @@ def clip_grad_norm(params: Iterable[Tensor], max_norm: float) -> float:
         >>> clip_grad_norm([a], 1.0), a.grad.round(4).tolist()
         (5.0, [0.6, 0.8])
     """
-    if max_norm < 0:
+    if not max_norm >= 0:
         raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
-    params = [p for p in params if p.grad is not None]
+    params = [p for p in ([params] if isinstance(params, Tensor) else params) if p.grad is not None]
     total = math.sqrt(sum(float((p.grad.astype("float64") ** 2).sum()) for p in params))
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"clip_grad_norm: the total norm of the gradients is {total}, so they "
+                                 f"cannot be clipped; set error_if_nonfinite=False to return it anyway")
     coef = max_norm / (total + 1e-6)
-    if coef < 1.0:
+    if coef < 1.0 and math.isfinite(total):
         for p in params:
             p.grad = p.grad * p.grad.dtype.type(coef)
     return total

@@ -19,7 +19,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -48,6 +50,10 @@ class Task:
         """One random prompt (held out or not)."""
         raise NotImplementedError
 
+    def families(self) -> list[tuple[Sequence[int], ...]]:
+        """Every possible prompt, as families of one length: the tokens allowed at each position."""
+        raise NotImplementedError
+
     def solve(self, prompt: list[int]) -> list[int]:
         """The answer tokens for `prompt`, ending with END."""
         raise NotImplementedError
@@ -64,11 +70,13 @@ class Task:
     def batch(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, targets), both (size, seq_len): training sequences, never a held-out prompt."""
         prompts = []
-        while len(prompts) < size:
+        for _ in range(100 * size + 100):   # 19 draws in 20 are training prompts
             prompt = self.draw(rng)
             if not is_held_out(prompt):
                 prompts.append(prompt)
-        return self.encode(prompts)
+                if len(prompts) == size:
+                    return self.encode(prompts)
+        raise RuntimeError(f"{self.name}: drew only {len(prompts)} training prompts of {size}")
 
     def encode(self, prompts: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Inputs and targets for teacher forcing, padded; targets are IGNORE except answers.
@@ -87,21 +95,62 @@ class Task:
         return ids[:, :-1], targets
 
     def held_out(self, size: int, seed: int = 2024) -> list[list[int]]:
-        """`size` distinct held-out prompts, the same for every run with the same seed."""
+        """`size` distinct held-out prompts, the same for every run with the same seed.
+
+        Raises:
+            ValueError: there are fewer than `size` held-out prompts (the message gives how many).
+        """
+        if size > (pool := self.count_held_out(stop_at=size)):
+            raise ValueError(f"{self.name}: asked for {size} held-out prompts, but only {pool} exist "
+                             f"(1 prompt in 20 is held out); ask for at most {pool}")
         rng = np.random.default_rng(seed)
         prompts: dict[tuple[int, ...], None] = {}
-        for _ in range(10_000 * size):
+        draws = 1000 * (size + 100)     # ~20 per prompt, more when size is near the pool's size
+        for _ in range(draws):
             prompt = self.draw(rng)
             if is_held_out(prompt):
                 prompts.setdefault(tuple(prompt))
                 if len(prompts) == size:
-                    break
-        return [list(p) for p in prompts]
+                    return [list(p) for p in prompts]
+        raise RuntimeError(f"{self.name}: found only {len(prompts)} distinct held-out prompts of {size} "
+                           f"in {draws} draws; ask for fewer")
+
+    def count_held_out(self, stop_at: int | None = None) -> int:
+        """How many held-out prompts exist: exact, or once it reaches `stop_at`, some count ≥ stop_at.
+
+        Example:
+            >>> get_task("add").count_held_out()
+            49607
+        """
+        total = 0
+        for family in self.families():
+            total += _count_held_out(family)
+            if stop_at is not None and total >= stop_at:
+                break
+        return total
 
 
 def is_held_out(prompt: list[int]) -> bool:
     """The fixed held-out split: 1 prompt in 20, by the CRC32 of its tokens."""
     return zlib.crc32(bytes(prompt)) % 20 == 0
+
+
+def _count_held_out(family: tuple[Sequence[int], ...]) -> int:
+    """The number of held-out prompts in a family of one length (tokens allowed per position).
+
+    CRC32 is affine over GF(2) for messages of one length n, so for A of length k and B of length
+    n − k, crc(A‖B) = crc(A‖0…) ⊕ crc(0…‖B) ⊕ crc(0…0). Two tables of the halves' CRCs then give
+    every prompt's CRC as one XOR, 10⁸ prompts in a fraction of a second.
+    """
+    k = len(family) // 2
+    zeros_after, zeros_before = bytes(len(family) - k), bytes(k)
+    front = np.array([zlib.crc32(bytes(a) + zeros_after) for a in itertools.product(*family[:k])],
+                     dtype=np.uint32)
+    back = np.array([zlib.crc32(zeros_before + bytes(b)) for b in itertools.product(*family[k:])],
+                    dtype=np.uint32) ^ np.uint32(zlib.crc32(bytes(len(family))))
+    chunk = max(1, 10**7 // len(back))
+    return sum(int(((front[i:i + chunk, None] ^ back) % 20 == 0).sum())
+               for i in range(0, len(front), chunk))
 
 
 def decode(ids: list[int] | np.ndarray) -> str:
@@ -120,6 +169,9 @@ class _ListTask(Task):
 
     def transform(self, digits: list[int]) -> list[int]:
         raise NotImplementedError
+
+    def families(self) -> list[tuple[Sequence[int], ...]]:
+        return [(range(10),) * length + ((SEP,),) for length in range(1, LIST_LEN + 1)]
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         return rng.integers(0, 10, rng.integers(1, LIST_LEN + 1)).tolist() + [SEP]
@@ -205,6 +257,9 @@ class Add(Task):
                "least significant digit first")
     example = "0 4 2 + 1 9 9 =  →  1 4 2 0 .  (42 + 199 = 241)"
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
+
+    def families(self) -> list[tuple[Sequence[int], ...]]:
+        return [(range(10),) * ADD_DIGITS + ((PLUS,),) + (range(10),) * ADD_DIGITS + ((EQUALS,),)]
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         a, b = rng.integers(0, 10**ADD_DIGITS, 2)

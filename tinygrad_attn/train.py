@@ -17,13 +17,18 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import math
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import functional as F
+from .backend import DEVICES
 from .creation import generator, manual_seed
 from .nn import TinyTransformer
 from .optim import AdamW, clip_grad_norm, warmup_cosine
@@ -69,10 +74,26 @@ class TrainConfig:
         if self.d_model % self.num_heads:
             raise ValueError(f"TrainConfig: d_model {self.d_model} is not divisible by num_heads "
                              f"{self.num_heads}")
-        if not 0.0 <= self.dropout < 1.0 or self.lr <= 0 or self.warmup < 0 or self.clip <= 0:
-            raise ValueError(f"TrainConfig: need 0 <= dropout < 1, lr > 0, warmup >= 0 and clip > 0, "
-                             f"got dropout={self.dropout}, lr={self.lr}, warmup={self.warmup}, "
-                             f"clip={self.clip}")
+        for name in ("lr", "min_lr", "weight_decay", "clip", "dropout"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"TrainConfig: {name} must be a finite number, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0 or self.lr <= 0 or self.warmup < 0 or self.clip <= 0 \
+                or self.min_lr < 0 or self.weight_decay < 0 or self.seed < 0:
+            raise ValueError(f"TrainConfig: need 0 <= dropout < 1, lr > 0, warmup >= 0, clip > 0, "
+                             f"min_lr >= 0, weight_decay >= 0 and seed >= 0, got dropout={self.dropout}, "
+                             f"lr={self.lr}, warmup={self.warmup}, clip={self.clip}, min_lr={self.min_lr}, "
+                             f"weight_decay={self.weight_decay}, seed={self.seed}")
+        if self.device not in DEVICES:
+            raise ValueError(f"TrainConfig: unknown device {self.device!r}: expected one of {DEVICES}")
+
+
+class DivergedError(FloatingPointError):
+    """The loss or the gradient norm of a step is NaN or infinite; the run's state is that of the
+    last completed step (the failing step changed nothing, its random draws included)."""
+
+
+class InterruptedMidStep(KeyboardInterrupt):
+    """A second Ctrl-C stopped a step half-way: the weights may be half-updated, so do not save."""
 
 
 @dataclass
@@ -125,32 +146,85 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
         config: the hyperparameters.
         on_step: called as ``on_step(step, history)`` after every step (step counts from 1).
         state: a run to continue (from a checkpoint); a fresh one seeded by ``config.seed`` if None.
-        stop_after: return after this many steps of this call, even before ``config.steps``.
+        stop_after: return after this many steps of this call (≥ 1), even before ``config.steps``.
 
     Returns:
         The run's History (``state.history``), including the steps of earlier calls.
+
+    Raises:
+        DivergedError: a step's loss or gradient norm is NaN or infinite; `state` is left as it
+            was after the last completed step, so it can be saved and resumed with other settings.
+        KeyboardInterrupt: Ctrl-C; it takes effect after the running step (and its ``on_step``),
+            so `state` is that of a completed step. InterruptedMidStep (a KeyboardInterrupt) if
+            Ctrl-C is pressed twice within one step; then `state` may be half-updated.
     """
     task = get_task(task)
+    if stop_after is not None and stop_after < 1:
+        raise ValueError(f"train: stop_after must be at least 1, got {stop_after}")
     state = state or TrainState.fresh(model, config)
     model.train()
     end = config.steps if stop_after is None else min(config.steps, state.step + stop_after)
-    while state.step < end:
-        lr = warmup_cosine(state.step, config.lr, config.warmup, config.steps, config.min_lr)
-        state.optimizer.lr = lr
-        ids, targets = task.batch(state.data_rng, config.batch_size)
-        logits = model(Tensor(ids, device=config.device))                   # (B, T, V)
-        loss = F.cross_entropy(logits, Tensor(targets, device=config.device), ignore_index=IGNORE)
-        state.optimizer.zero_grad()
-        loss.backward()
-        norm = clip_grad_norm(state.optimizer.params, config.clip)
-        state.optimizer.step()
-        state.step += 1
-        state.history.loss.append(loss.item())
-        state.history.lr.append(lr)
-        state.history.grad_norm.append(norm)
-        if on_step is not None:
-            on_step(state.step, state.history)
+    with _interrupts_between_steps() as interrupted:
+        while state.step < end:
+            _step(model, task, config, state)
+            if on_step is not None:
+                on_step(state.step, state.history)
+            if interrupted.is_set():
+                raise KeyboardInterrupt
     return state.history
+
+
+def _step(model: TinyTransformer, task: Task, config: TrainConfig, state: TrainState) -> None:
+    """One optimizer step; raises DivergedError, with `state` as it was, if it cannot be taken."""
+    rngs = rng_states(state)
+    lr = warmup_cosine(state.step, config.lr, config.warmup, config.steps, config.min_lr)
+    state.optimizer.lr = lr
+    ids, targets = task.batch(state.data_rng, config.batch_size)
+    logits = model(Tensor(ids, device=config.device))                       # (B, T, V)
+    loss = F.cross_entropy(logits, Tensor(targets, device=config.device), ignore_index=IGNORE)
+    state.optimizer.zero_grad()
+    loss.backward()
+    norm = clip_grad_norm(state.optimizer.params, config.clip)
+    if not (math.isfinite(loss.item()) and math.isfinite(norm)):
+        restore_rng_states(state, rngs)
+        last = state.history.loss
+        raise DivergedError(
+            f"training diverged at step {state.step + 1}: the loss is {loss.item()} and the gradient "
+            f"norm {norm} " + (f"(last finite loss {last[-1]:.4g}, at step {state.step}); " if last
+                               else "(no step before it); ")
+            + f"try a lower learning rate (lr={config.lr:g}), a longer warmup (warmup={config.warmup}) "
+              f"or a smaller clip (clip={config.clip:g})")
+    state.optimizer.step()
+    state.step += 1
+    state.history.loss.append(loss.item())
+    state.history.lr.append(lr)
+    state.history.grad_norm.append(norm)
+
+
+@contextmanager
+def _interrupts_between_steps() -> Iterator[threading.Event]:
+    """Defer Ctrl-C to the end of the running step, so that a run stops only at a step boundary.
+
+    Yields an Event that is set when Ctrl-C was pressed; the loop raises KeyboardInterrupt when it
+    sees it. A second Ctrl-C within the same step raises InterruptedMidStep at once. Outside the
+    main thread, or when someone else handles SIGINT, nothing changes.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield interrupted
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise InterruptedMidStep
+        interrupted.set()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def answer(model: TinyTransformer, task: str | Task, prompts: list[list[int]]) -> list[list[int]]:

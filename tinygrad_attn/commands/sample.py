@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..checkpoint import load_run
-from ..errors import CheckpointError
+from ..errors import CheckpointError, DeviceError
 from ..tasks import decode
 from ..train import answer
 
@@ -14,7 +14,7 @@ from ..train import answer
 def run(args: argparse.Namespace) -> int:
     try:
         model, _, _, task = load_run(args.checkpoint, args.device)
-    except CheckpointError as e:
+    except (CheckpointError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:

@@ -17,9 +17,21 @@ from pathlib import Path
 import numpy as np
 
 from .. import checkpoint, plots
-from ..errors import CheckpointError
-from ..tasks import TASKS, VOCAB, decode, get_task
-from ..train import History, TrainConfig, TrainState, accuracy, make_model, train
+from ..backend import xp_for
+from ..errors import CheckpointError, DeviceError
+from ..nn import TinyTransformer
+from ..run_folder import RunFolder
+from ..tasks import TASKS, VOCAB, Task, decode, get_task
+from ..train import (
+    DivergedError,
+    History,
+    InterruptedMidStep,
+    TrainConfig,
+    TrainState,
+    accuracy,
+    make_model,
+    train,
+)
 
 _FLAGS = {  # flag -> (config field, type, help)
     "--steps": ("steps", int, "optimizer steps in all"),
@@ -38,21 +50,33 @@ _FLAGS = {  # flag -> (config field, type, help)
 _FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size")
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = 2) -> int:
     print(f"error: {message}", file=sys.stderr)
-    return 2
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print("interrupted before training started; nothing was saved", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
     task = get_task(args.task)
-    out = Path(args.out or f"runs/{task.name}")
+    if args.stop_after is not None and args.stop_after < 1:
+        return _fail(f"--stop-after must be at least 1, got {args.stop_after}")
+    if args.save_every < 0:
+        return _fail(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
     overrides = {field: getattr(args, field) for field, _, _ in _FLAGS.values()
                  if getattr(args, field) is not None}
+    source = None
     try:
         if args.resume:
             resume = Path(args.resume)
-            model, state, config, saved_task = checkpoint.load_run(
-                resume / "checkpoint.npz" if resume.is_dir() else resume, overrides.get("device"))
+            source = resume / "checkpoint.npz" if resume.is_dir() else resume
+            model, state, config, saved_task = checkpoint.load_run(source, overrides.get("device"))
             if saved_task.name != task.name:
                 return _fail(f"{resume} is a {saved_task.name!r} checkpoint, not {task.name!r}")
             changed = [f for f in _FIXED_ON_RESUME if f in overrides and overrides[f] != getattr(config, f)]
@@ -60,14 +84,33 @@ def run(args: argparse.Namespace) -> int:
                 return _fail(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
                              + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
             config = dataclasses.replace(config, **overrides)
+            if "steps" in overrides and config.steps <= state.step:
+                return _fail(f"{source} has done {state.step} steps already, so --steps {config.steps} "
+                             f"leaves none to do; pass --steps above {state.step} to train further")
         else:
             config = TrainConfig(**overrides)
-            model = make_model(task, config)
-            state = TrainState.fresh(model, config)
-    except (CheckpointError, ValueError) as e:
+            xp_for(config.device)
+        held_out = task.held_out(config.eval_size)
+        folder = RunFolder(args.out or (source.parent if source else Path("runs", task.name)),
+                           overwrite=args.overwrite, continues=source)
+        if not args.out and not source:
+            folder.path.parent.mkdir(exist_ok=True)
+        with folder:
+            if source is None:
+                model = make_model(task, config)
+                state = TrainState.fresh(model, config)
+            return _train_and_report(args, task, config, model, state, held_out, folder)
+    except (CheckpointError, DeviceError, ValueError) as e:
         return _fail(str(e))
-    path = out / "checkpoint.npz"
+    except MemoryError as e:
+        return _fail(f"the model (d_model={config.d_model}, {config.num_layers} layers) does not fit in "
+                     f"memory ({e or 'MemoryError'})")
 
+
+def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
+                      state: TrainState, held_out: list[list[int]], folder: RunFolder) -> int:
+    out, path = folder.path, folder.checkpoint
+    resume_hint = f"tinygrad-attn train {task.name} --resume {out}"
     from tqdm import tqdm
 
     bar = tqdm(total=config.steps, initial=state.step, desc=f"train {task.name}", unit="step",
@@ -77,25 +120,53 @@ def run(args: argparse.Namespace) -> int:
         bar.update(1)
         if step % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(history.loss[-50:]):.4f}")
-        if args.save_every and step % args.save_every == 0:
+        if args.save_every and step % args.save_every == 0 and _is_finite(model):
             checkpoint.save_run(path, model, state, config, task)
 
     start = time.perf_counter()
     try:
         train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
+    except InterruptedMidStep:
+        bar.close()
+        kept = f"{path} (the last checkpoint saved) is kept" if path.exists() else "nothing was saved"
+        print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {kept}",
+              file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         bar.close()
         checkpoint.save_run(path, model, state, config, task)
-        print(f"interrupted at step {state.step}; resume with --resume {path}", file=sys.stderr)
+        print(f"interrupted after step {state.step}; saved it; resume with: {resume_hint}", file=sys.stderr)
         return 130
+    except DivergedError as e:
+        bar.close()
+        if _is_finite(model):
+            checkpoint.save_run(path, model, state, config, task)
+        kept = f"{path} holds step {checkpoint.load(path)[1]['step']}" if path.exists() else \
+            "no finite state was saved"
+        return _fail(f"{e}. {kept}; resume with other settings, e.g. {resume_hint} --lr {config.lr / 10:g}",
+                     code=1)
     bar.close()
     seconds = time.perf_counter() - start
     checkpoint.save_run(path, model, state, config, task)
     if state.step < config.steps:
-        print(f"stopped at step {state.step} of {config.steps}; resume with --resume {path}")
+        print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
         return 0
+    try:
+        _evaluate(task, config, model, state, held_out, out, seconds)
+    except KeyboardInterrupt:
+        print(f"interrupted during evaluation; the trained model (step {state.step}) is saved in {path}; "
+              f"evaluate it with: {resume_hint}", file=sys.stderr)
+        return 130
+    return 0
 
-    held_out = task.held_out(config.eval_size)
+
+def _is_finite(model: TinyTransformer) -> bool:
+    return all(bool(np.isfinite(p.numpy()).all()) for p in model.parameters())
+
+
+def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: TrainState,
+              held_out: list[list[int]], out: Path, seconds: float) -> None:
+    """Held-out accuracy, metrics.json, the loss curve and the attention grid."""
     acc = accuracy(model, task, held_out)
     losses = state.history.loss
     metrics = {"task": task.name, "steps": state.step, "train_seconds": round(seconds, 2),
@@ -112,7 +183,6 @@ def run(args: argparse.Namespace) -> int:
                          f"'{decode(shown)}'")
     print(f"{task.name}: held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences "
           f"after {state.step} steps ({seconds:.1f} s of training); wrote {out}/")
-    return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -133,12 +203,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for flag, (field, kind, text) in _FLAGS.items():
         parser.add_argument(flag, dest=field, type=kind, default=None,
                             help=f"{text} (default {getattr(defaults, field)})")
-    parser.add_argument("--out", help="output folder (default runs/TASK)")
+    parser.add_argument("--out", help="output folder, whose parent must exist (default runs/TASK, or "
+                                      "the resumed run's own folder); locked while the run lasts")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a run already in the output folder (refused without it)")
     parser.add_argument("--resume", metavar="CHECKPOINT",
                         help="continue from a checkpoint file or run folder with the same losses "
-                             "as an uninterrupted run; --steps, --lr, --eval-size and --device may change")
+                             "as an uninterrupted run, also after Ctrl-C (which stops at the end of "
+                             "the running step and saves it); --steps, --lr, --eval-size and "
+                             "--device may change")
     parser.add_argument("--save-every", type=int, default=500, metavar="N",
                         help="write the checkpoint every N steps (default 500; 0: only at the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",
-                        help="stop after N steps of this run and save (continue later with --resume)")
+                        help="stop after N (≥ 1) steps of this run and save (continue later with --resume)")
     parser.set_defaults(run=run)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ from .. import functional as F
 from ..errors import ShapeError
 from ..tensor import Tensor, concat
 from .layers import Linear
-from .module import Module
+from .module import Module, check_probability, check_sizes
 
 
 @dataclass
@@ -51,6 +52,10 @@ class MultiHeadAttention(Module):
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0,
                  scale: float | None = None, fused: bool = True):
+        check_sizes("MultiHeadAttention", d_model=d_model, num_heads=num_heads)
+        check_probability("MultiHeadAttention", "dropout", dropout)
+        if scale is not None and not math.isfinite(scale):
+            raise ValueError(f"MultiHeadAttention: scale must be a finite number or None, got {scale!r}")
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model {d_model} is not divisible by "
                              f"num_heads {num_heads}")

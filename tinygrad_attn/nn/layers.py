@@ -10,7 +10,7 @@ import numpy as np
 from .. import functional as F
 from ..creation import generator
 from ..tensor import Tensor, get_default_dtype
-from .module import Module, Parameter
+from .module import Module, Parameter, check_probability, check_sizes
 
 
 def _uniform(bound: float, *shape: int) -> np.ndarray:
@@ -31,6 +31,7 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        check_sizes("Linear", in_features=in_features, out_features=out_features)
         bound = 1 / math.sqrt(in_features)
         self.weight = Parameter(_uniform(bound, in_features, out_features))
         self.bias = Parameter(_uniform(bound, out_features)) if bias else None
@@ -48,6 +49,7 @@ class Embedding(Module):
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int):
+        check_sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         self.weight = Parameter(generator().standard_normal((num_embeddings, embedding_dim))
                                 .astype(get_default_dtype()))
 
@@ -66,6 +68,9 @@ class LayerNorm(Module):
     """F.layer_norm over the last axis with a learned scale (ones) and shift (zeros)."""
 
     def __init__(self, dim: int, eps: float = 1e-5):
+        check_sizes("LayerNorm", dim=dim)
+        if not 0 <= eps < math.inf:
+            raise ValueError(f"LayerNorm: eps must be a finite number >= 0, got {eps!r}")
         self.eps = eps
         self.weight = Parameter(np.ones(dim, dtype=get_default_dtype()))
         self.bias = Parameter(np.zeros(dim, dtype=get_default_dtype()))
@@ -78,8 +83,7 @@ class Dropout(Module):
     """F.dropout with probability p while training; the identity in eval mode."""
 
     def __init__(self, p: float):
-        if not 0 <= p < 1:
-            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        check_probability("Dropout", "p", p)
         self.p = p
 
     def forward(self, x: Tensor) -> Tensor:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from ..backend import to_device
+from ..backend import to_device, xp_for
 from ..errors import ShapeError
 from ..tensor import Tensor
 
@@ -33,6 +33,19 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any, dtype: Any = None, device: str = "cpu"):
         super().__init__(data, requires_grad=True, dtype=dtype, device=device)
+
+
+def check_sizes(owner: str, minimum: int = 1, **sizes: Any) -> None:
+    """Raise ValueError naming `owner` and the first size that is not an integer >= `minimum`."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_probability(owner: str, name: str, p: Any) -> None:
+    """Raise ValueError naming `owner` unless 0 <= p < 1 (NaN fails too)."""
+    if not 0 <= p < 1:
+        raise ValueError(f"{owner}: {name} must be in [0, 1), got {p!r}")
 
 
 def _flatten(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -151,7 +164,11 @@ class Module:
         return self.train(False)
 
     def to(self, device: str) -> Module:
-        """Move every parameter (and its grad) to `device`, in place; returns self."""
+        """Move every parameter (and its grad) to `device`, in place; returns self.
+
+        Raises DeviceError (before moving anything) for an unknown or unusable device.
+        """
+        xp_for(device)
         for p in self.parameters():
             p.data = to_device(p.data, device)
             if p.grad is not None:

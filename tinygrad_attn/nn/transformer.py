@@ -10,13 +10,14 @@ from ..engine import no_grad
 from ..tensor import Tensor
 from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear
-from .module import Module
+from .module import Module, check_sizes
 
 
 class MLP(Module):
     """fc2(GELU(fc1(x))): the position-wise feed-forward network."""
 
     def __init__(self, d_model: int, d_ff: int):
+        check_sizes("MLP", d_model=d_model, d_ff=d_ff)
         self.fc1 = Linear(d_model, d_ff)
         self.fc2 = Linear(d_ff, d_model)
 
@@ -46,6 +47,7 @@ class TransformerBlock(Module):
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
                  fused: bool = True):
+        check_sizes("TransformerBlock", d_model=d_model, num_heads=num_heads, d_ff=d_ff)
         self.ln1 = LayerNorm(d_model)
         self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused)
         self.ln2 = LayerNorm(d_model)
@@ -89,11 +91,14 @@ class TinyTransformer(Module):
 
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
                  max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True):
+        check_sizes("TinyTransformer", vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
+                    max_len=max_len, **({} if d_ff is None else {"d_ff": d_ff}))
+        check_sizes("TinyTransformer", minimum=0, num_layers=num_layers)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.tok_emb = Embedding(vocab_size, d_model)
         self.pos_emb = Embedding(max_len, d_model)
-        self.blocks = [TransformerBlock(d_model, num_heads, d_ff or 4 * d_model, dropout, fused)
-                       for _ in range(num_layers)]
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.blocks = [TransformerBlock(d_model, num_heads, d_ff, dropout, fused) for _ in range(num_layers)]
         self.ln_f = LayerNorm(d_model)
         self.head = Linear(d_model, vocab_size)
 
@@ -149,6 +154,9 @@ class TinyTransformer(Module):
                 more); decoding never stops early.
         """
         prompt = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        if prompt.size == 0:
+            raise ValueError(f"generate: the prompt is empty (ids of shape {prompt.shape}); give at least "
+                             f"one token id to continue from")
         if prompt.ndim not in (1, 2) or prompt.dtype.kind not in "iu" or max_new_tokens < 0:
             raise ValueError(f"generate: ids must be integers of shape (batch, seq) or (seq,) and "
                              f"max_new_tokens >= 0, got {prompt.dtype} ids of shape {prompt.shape} "
