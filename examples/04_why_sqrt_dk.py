@@ -6,7 +6,7 @@ P = softmax(S) and, for a random dO, the gradients dP and dS (each as the leaf o
 and dQ. Printed per d_k and scale, averaged over 8 draws: the mean of each row's largest weight
 (max P; 1/n = 0.031 is uniform, 1 is one-hot), the mean row entropy of P in nats (log 32 = 3.47
 is uniform, 0 one-hot), ‖dS‖/‖dP‖ (how much gradient survives softmax's backward) and ‖dQ‖.
-Run: python examples/03_why_sqrt_dk.py [--plot docs/img/sqrt_dk.png]
+Run: python examples/04_why_sqrt_dk.py [--plot docs/img/sqrt_dk.png]
 """
 
 import argparse

@@ -2,7 +2,7 @@
 
 Prints the shape after every step of nn.MultiHeadAttention's forward (docs/multi_head.md) for
 B = 2 sequences of T = 5 tokens, D = 8, H = 2 heads, and checks the result against the module.
-Run: python examples/05_multi_head_shapes.py
+Run: python examples/06_multi_head_shapes.py
 """
 
 import numpy as np

@@ -3,7 +3,7 @@
 One head of width d_k = 64 per layer (d_model 64, 2 layers), so the unscaled scores are
 √64 = 8 times the scaled ones. Same seed, same batches, 300 steps each; printed:
 the loss on the answer tokens (mean of 20 steps) at a few points and the held-out exact match.
-Run: python examples/04_train_without_scaling.py [--steps 300]
+Run: python examples/05_train_without_scaling.py [--steps 300]
 """
 
 import argparse

@@ -2,7 +2,7 @@
 
 One head, 3 tokens, d_model = 4, d_k = d_v = 2: the forward (Q, K, V, QKᵀ, S, P, O), then one
 backward with a given dO (dV, dP, dS, dQ, dK, dW_Q, dW_K, dW_V, dX), printed to 4 decimals.
-Run: python examples/02_attention_by_hand.py
+Run: python examples/03_attention_by_hand.py
 """
 
 import numpy as np
