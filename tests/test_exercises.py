@@ -113,3 +113,13 @@ def test_the_command_line_runs_it():
     result = subprocess.run([sys.executable, "-m", "tinygrad_attn", "check", str(STUBS[0])],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 1 and "not implemented yet" in result.stdout
+
+
+@pytest.mark.parametrize("stub", STUBS, ids=lambda p: p.name)
+def test_solution_is_the_stub_with_only_the_learners_body_filled_in(stub):
+    """The given code (forward, signatures, docstrings) is the same in stub and solution, so a
+    learner can diff them and a change to one cannot silently leave the other behind."""
+    text = stub.read_text()
+    start = re.search(r"^(class|def) ", text, re.M).start()
+    given = text[start:text.index("raise NotImplementedError")]
+    assert given in (ROOT / "exercises" / "solutions" / stub.name).read_text()
