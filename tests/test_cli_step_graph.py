@@ -93,7 +93,7 @@ def test_step_stops_cleanly_when_standard_input_is_closed():
 
 
 def test_example_draws_one_head_forward_then_backward(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "examples/draw_attention_head.py"),
+    out = subprocess.run([sys.executable, str(ROOT / "examples/07_draw_attention_head.py"),
                           "--out-dir", str(tmp_path)], capture_output=True, text=True, check=True)
     forward = (tmp_path / "attention_head_forward.svg").read_text()
     backward = (tmp_path / "attention_head_backward.svg").read_text()

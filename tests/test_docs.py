@@ -14,7 +14,18 @@ PAGES = sorted(DOCS.glob("*.md"))
 def test_pages_with_code_exist():
     names = {p.name for p in PAGES}
     assert {"softmax.md", "cross_entropy.md", "layer_norm.md", "attention.md",
-            "flash_attention.md", "stepper.md", "architecture.md"} <= names
+            "flash_attention.md", "stepper.md", "architecture.md", "worked_example.md", "scaling.md",
+            "multi_head.md", "mistakes.md", "README.md"} <= names
+
+
+def test_learning_path_links_every_page_and_each_exists():
+    """docs/README.md orders the pages as lessons: every page is in it, every link resolves."""
+    path = (DOCS / "README.md").read_text()
+    links = re.findall(r"\]\(([\w.]+\.md)\)", path)
+    assert {p.name for p in PAGES} - {"README.md"} <= set(links)
+    assert all((DOCS / link).is_file() for link in links)
+    for script in re.findall(r"examples/([\w.]+\.py)", path):
+        assert (DOCS.parent / "examples" / script).is_file(), script
 
 
 def python_blocks(page: Path) -> list[str]:

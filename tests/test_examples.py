@@ -1,5 +1,6 @@
-"""The README's example and the fast example scripts run and print what they claim."""
+"""The README's example and the example scripts run and print what they claim."""
 
+import os
 import re
 import subprocess
 import sys
@@ -8,6 +9,15 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str, *args: str) -> str:
+    """Run examples/`name` against this checkout's package (a script's own folder, not the
+    current one, heads sys.path, so an installed copy elsewhere would otherwise be imported)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run([sys.executable, str(ROOT / "examples" / name), *args],
+                          capture_output=True, text=True, check=True, env=env).stdout
 
 
 def test_readme_example_computes_the_stated_gradients(capsys):
@@ -29,8 +39,49 @@ def test_every_readme_python_block_runs():
         exec(compile(block, f"README.md block {i}", "exec"), {})
 
 
+def test_examples_are_numbered_in_the_lesson_order_of_docs_readme():
+    numbered = sorted(p.name for p in (ROOT / "examples").glob("[0-9][0-9]_*.py"))
+    assert [int(name[:2]) for name in numbered] == list(range(1, len(numbered) + 1))
+    path = (ROOT / "docs" / "README.md").read_text()
+    positions = [path.index(f"examples/{name}") for name in numbered]
+    assert positions == sorted(positions), "docs/README.md must list the examples in number order"
+
+
 def test_backprop_by_hand_example():
-    out = subprocess.run([sys.executable, str(ROOT / "examples/01_backprop_by_hand.py")],
-                         capture_output=True, text=True, check=True).stdout
+    out = run_example("01_backprop_by_hand.py")
     assert "hand-derived gradients match backward()" in out and "gradcheck: True" in out
 
+
+def test_attention_by_hand_prints_the_worked_example_matrices():
+    out = run_example("03_attention_by_hand.py")
+    assert "value P = softmax(S) (rows sum to 1)  (3, 3)\n[[0.1400 0.2840 0.5760]" in out
+    assert "gradient dK = s · dSᵀ Q  (3, 2)\n[[-0.3334  0.9843]" in out
+    assert "gradient dX = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ  (3, 4)\n[[ 0.2342  0.1256  1.0992 -0.4138]" in out
+    assert out.rstrip().endswith("dX is the sum of its three paths: checked")
+
+
+def test_sqrt_dk_experiment_table_and_plot(tmp_path):
+    out = run_example("04_why_sqrt_dk.py", "--plot", str(tmp_path / "p.png"))
+    rows = {int(m[0]): [float(x) for x in m[1:]] for m in
+            re.findall(r"^\s*(\d+) \|\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+) \|\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$",
+                       out, re.M)}
+    assert sorted(rows) == [4, 16, 64, 256, 1024, 4096]
+    scaled_max_p = [rows[d][0] for d in sorted(rows)]
+    raw_max_p, raw_entropy = ([rows[d][i] for d in sorted(rows)] for i in (4, 5))
+    assert max(scaled_max_p) - min(scaled_max_p) < 0.05            # flat with the scale
+    assert raw_max_p == sorted(raw_max_p) and raw_max_p[-1] > 0.95  # saturates without it
+    assert raw_entropy == sorted(raw_entropy, reverse=True) and raw_entropy[-1] < 0.1
+    assert rows[4096][6] < rows[16][6] / 3                          # ‖dS‖/‖dP‖ collapses
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_training_comparison_runs_on_a_small_budget():
+    out = run_example("05_train_without_scaling.py", "--steps", "50")
+    assert re.search(r"1/√d_k = 0.125 \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
+    assert re.search(r"1 \(none\) \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
+
+
+def test_multi_head_shapes_example():
+    out = run_example("06_multi_head_shapes.py")
+    assert "P per head                (2, 2, 5, 7)" in out
+    assert out.rstrip().endswith("both traces equal nn.MultiHeadAttention's output")

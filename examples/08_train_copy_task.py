@@ -3,7 +3,7 @@
 The first half writes the loop out by hand (AdamW, warmup + cosine learning rate, gradient
 clipping, loss only on the answer tokens); the second does the same with ``train``.
 
-Run: python examples/train_copy_task.py
+Run: python examples/08_train_copy_task.py
 """
 
 import time

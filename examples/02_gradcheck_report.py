@@ -3,7 +3,7 @@
 Inputs are built as the test suite builds them (float64, the same seeded generator). Elements
 whose true gradient is about 0 make a relative error meaningless, so the report gives the worst
 absolute error and the worst relative error among elements with |numeric| ≥ 1e-3.
-Run: python examples/gradcheck_report.py
+Run: python examples/02_gradcheck_report.py
 """
 
 import numpy as np

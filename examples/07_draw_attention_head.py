@@ -1,7 +1,7 @@
 """Draw one attention head, forward and backward: 'the cat sat' through one causal head and a
 next-word loss, first as built (values only), then after backward (with every gradient norm).
 
-Run: python examples/draw_attention_head.py [--out-dir .] [--format svg|png]
+Run: python examples/07_draw_attention_head.py [--out-dir .] [--format svg|png]
 """
 
 import argparse
