@@ -33,11 +33,11 @@ def _read_single_key(prompt: str) -> str | None:
     import termios
     import tty
 
-    print(prompt, end="", flush=True)
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)                   # keys arrive one by one; Ctrl-C still interrupts
+        print(prompt, end="", flush=True)   # after the switch: a key typed once it shows counts
         char = sys.stdin.read(1)
         if char == "\x1b":                  # an escape sequence: the arrow keys
             char = _ARROWS.get(sys.stdin.read(2)[-1:], "")
