@@ -36,6 +36,41 @@ def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):
     assert "tinygrad-attn graph: draw_graph: collapse= takes" in capsys.readouterr().err
 
 
+def test_graph_defaults_to_the_head_and_draws_it_fused_or_unfused(tmp_path, capsys):
+    out = tmp_path / "h.svg"
+    assert cli.main(["graph", "--out", str(out)]) == 0
+    fused = out.read_text()
+    assert "step 3 · scaled_dot_product_attention" in fused and "the: " in fused   # token rows
+    assert re.search(r"h\.svg: 32 nodes \(11 ops\), 33 edges", capsys.readouterr().out)
+    assert cli.main(["graph", "--unfused", "--out", str(out)]) == 0
+    unfused = out.read_text()
+    assert "scaled_dot_product_attention" not in unfused and "step 6 · softmax" in unfused
+    assert "Q Kᵀ" in unfused and "legend" in unfused
+    assert re.search(r"h\.svg: 42 nodes \(15 ops\), 43 edges", capsys.readouterr().out)
+
+
+def test_graph_expand_draws_one_module_and_rejects_a_bad_path(tmp_path, capsys):
+    out = tmp_path / "m.svg"
+    assert cli.main(["graph", "--example", "model", "--expand", "blocks.1.attn", "--out", str(out)]) == 0
+    svg = out.read_text()
+    assert "blocks.1.attn.q_proj.weight" in svg and "blocks.0.attn.q_proj.weight" not in svg
+    assert "TransformerBlock" in svg                         # blocks.0 drawn as one folded node
+    capsys.readouterr()
+    assert cli.main(["graph", "--example", "model", "--expand", "blocks.9", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tinygrad-attn graph: draw_graph: expand= takes") and err.count("\n") == 1
+
+
+def test_graph_out_where_it_cannot_write_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "file").write_text("in the way")
+    assert cli.main(["graph", "--out", str(tmp_path / "file" / "g.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tinygrad-attn graph: render: cannot write") and err.count("\n") == 1
+    assert "is a file, not a folder" in err
+    assert cli.main(["graph", "--out", str(tmp_path / "new" / "dir" / "g.png")]) == 0   # folders made
+    assert (tmp_path / "new" / "dir" / "g.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_step_all_lists_every_op_in_order(capsys):
     assert cli.main(["step", "--example", "mlp", "--all"]) == 0
     out = capsys.readouterr().out

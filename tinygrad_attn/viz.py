@@ -1,12 +1,15 @@
 """The computation graph as a picture: ``draw_graph`` builds a graphviz.Digraph, ``render``
 writes it as SVG or PNG.
 
-Tensors are records (name | shape dtype | value and grad norms), ops are ellipses with their
-backward formula; parameters are blue, constants grey and dashed. Nodes made inside a module
-sit in a cluster per module, nested by dotted path, and ``collapse=`` folds chosen modules into
-one node each. Node ids follow the topological order (t0, t1, …), so the DOT source of a graph
-is the same on every run. Building DOT source needs only the graphviz Python package; rendering
-runs the system ``dot`` when it is on PATH, else the ``graphviz-pure`` program installed by pip.
+Tensors are records (name | shape dtype | values, or norms when large, of value and gradient),
+ops are ellipses with the backward step number that ``tinygrad-attn step`` shows and their
+backward formula; parameters are blue, constants grey and dashed, and a legend says so. Nodes
+made inside a module sit in a cluster per module, nested by dotted path; ``collapse=`` folds
+chosen modules into one node each and ``expand=`` folds all but one. Node ids follow the
+topological order (t0, t1, …), so the DOT source of a graph is the same on every run. Building
+DOT source needs only the graphviz Python package; layout runs the system ``dot`` when it is on
+PATH, else the ``graphviz-pure`` program installed by pip, and PNGs are painted by matplotlib
+(``viz_png``) so that math glyphs such as ⊙ show.
 """
 
 from __future__ import annotations
@@ -14,19 +17,47 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import engine
+from . import engine, viz_png
 from .backend import to_numpy
 from .tensor import Tensor
+
+SMALL = 12          # tensors with at most this many entries show their values, larger ones norms
+FORMULA_WIDTH = 36  # characters per line of an op's formula
 
 
 def _norm(array: Any) -> str:
     return "—" if array is None else f"{float(np.linalg.norm(to_numpy(array).astype(np.float64))):.3g}"
+
+
+def _values(what: str, array: Any, rows: tuple[str, ...] | None) -> str:
+    """A record field with the entries of a small tensor, one line per row (``\\l`` ends a
+    left-aligned line), rows labelled by token where they are token positions."""
+    if array is None:
+        return f"{what} —"
+    data = to_numpy(array)
+    if data.ndim == 0:
+        return f"{what} {float(data):.3g}"
+    matrix = data.reshape(1, -1) if data.ndim == 1 else data.reshape(-1, data.shape[-1])
+    labels = rows if rows is not None and data.ndim == 2 and len(rows) == len(matrix) else None
+    lines = [(f"{labels[i]}: " if labels else "") + "  ".join(f"{float(v):.3g}" for v in row)
+             for i, row in enumerate(matrix)]
+    return _escape(what) + "\\l" + "".join(_escape(line) + "\\l" for line in lines)
+
+
+def _numbers(x: Any, grad: Any, show_grads: bool, tokens: tuple[str, ...] | None) -> list[str]:
+    """The record fields with the numbers of tensor `x`: its values (and gradient) when small,
+    else their norms; every number is labelled value or grad."""
+    if int(np.prod(x.shape)) > SMALL or len(x.shape) > 2:
+        return [f"‖value‖={_norm(x.data)}" + (f"  ‖grad‖={_norm(grad)}" if show_grads else "")]
+    fields = [_values("value", x.data, tokens)]
+    return fields + [_values("grad", grad, tokens)] if show_grads else fields
 
 
 def _escape(text: str) -> str:
@@ -58,15 +89,53 @@ def _collapsed_paths(modules: dict[str, Any], collapse: Any) -> list[str]:
     return [p for p, m in modules.items() if p in names or (classes and isinstance(m, classes))]
 
 
-def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
+def _expanded_paths(modules: dict[str, Any], expand: str | None) -> list[str]:
+    """The modules to fold so that only `expand` (with its insides) is drawn in full: all but
+    it, its enclosing modules and the modules inside it."""
+    if expand is None:
+        return []
+    if expand not in modules:
+        raise ValueError(f"draw_graph: expand= takes the dotted path of one module in this graph; "
+                         f"got {expand!r}, the graph has modules {sorted(modules)}")
+
+    def related(path: str) -> bool:
+        return any(inner == outer or outer == "" or inner.startswith(outer + ".")
+                   for inner, outer in ((expand, path), (path, expand)))
+
+    return [p for p in modules if not related(p)]
+
+
+LEGEND = (
+    ("legend_param", {"label": "{parameter (blue)|value and grad}", "shape": "record",
+                      "style": "filled", "fillcolor": "lightblue"}),
+    ("legend_tensor", {"label": "{tensor made by an op (white)|value and grad}", "shape": "record"}),
+    ("legend_const", {"label": "{constant input (grey)|no gradient}", "shape": "record",
+                      "style": "filled,dashed", "fillcolor": "gray92"}),
+    ("legend_op", {"label": "step N · op\\nits backward formula", "shape": "ellipse", "style": "filled",
+                   "fillcolor": "lightyellow"}),
+    ("legend_fold", {"label": "module drawn folded\\n(--collapse, --expand)", "shape": "box3d",
+                     "style": "filled", "fillcolor": "lavender"}),
+    ("legend_edges", {"label": "arrows: the forward pass.\\nBackward runs against them,\\nstep 0 "
+                      "(at the loss) first.\\nvalue = forward result, grad =\\nd loss / d tensor.\\n"
+                      "‖·‖: norm of a large tensor.", "shape": "plaintext"}),
+)
+
+
+def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: str | None = None,
+               tokens: tuple[str, ...] | None = None, legend: bool = True):
     """A graphviz.Digraph of the graph that made `t` (not rendered).
 
     Args:
         t: the output (often the loss) whose graph to draw.
-        show_grads: add each tensor's gradient norm (from the latest backward; non-leaf
-            gradients are kept on the graph's nodes).
+        show_grads: add each tensor's gradient (from the latest backward; non-leaf gradients are
+            kept on the graph's nodes): its entries when small, else its norm.
         collapse: module classes and/or dotted module paths to draw as single nodes, e.g.
             ``nn.MultiHeadAttention`` or ``["blocks.0", "blocks.1"]``.
+        expand: the dotted path of one module to draw in full, with every other module folded
+            (its enclosing modules stay open so that it can be seen).
+        tokens: the label of each sequence position (an ``Example``'s tokens): rows of small
+            tensors with one row per position are labelled with them.
+        legend: add a legend cluster explaining colours, shapes and arrows.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -94,7 +163,8 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
 
     modules = {m.path: m for x in tensors if x._node is not None
                for m in [x._node.scope] if m is not None and hasattr(m, "path")}
-    folded = _collapsed_paths(modules, collapse)
+    folded = _collapsed_paths(modules, collapse) + _expanded_paths(modules, expand)
+    steps = {id(x): i for i, x in enumerate(engine.backward_order(t))} if t.requires_grad else {}
 
     def owner(path: str | None) -> str | None:
         """The outermost collapsed module containing `path`, if any."""
@@ -126,9 +196,8 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
             ids[id(x)] = tid
             continue
         grad = x.grad if x._node is None else x._node.grad
-        fields = [_escape(engine.tensor_label(x)),
-                  _escape(f"{x.shape} {x.dtype}"),
-                  f"‖x‖={_norm(x.data)}" + (f"  ‖grad‖={_norm(grad)}" if show_grads else "")]
+        fields = [_escape(engine.tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
+        fields += _numbers(x, grad, show_grads, tokens)
         attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
         if x._node is None and x.requires_grad:
             attrs.update(style="filled", fillcolor="lightblue" if x.name else "white")
@@ -144,9 +213,9 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
         if out_id.startswith("m_"):
             op_id = out_id
         else:
-            formula = x._node.op.formula[0]
-            formula = formula if len(formula) <= 40 else formula[:39] + "…"
-            place(_tensor_path(x), op_id, {"label": f"{x.op}\\n{formula}", "shape": "ellipse",
+            formula = "\\n".join(textwrap.wrap(x._node.op.formula[0], FORMULA_WIDTH))
+            step = f"step {steps[id(x)]} · " if id(x) in steps else ""
+            place(_tensor_path(x), op_id, {"label": f"{step}{x.op}\\n{formula}", "shape": "ellipse",
                                            "style": "filled", "fillcolor": "lightyellow"})
             edges.append((op_id, out_id))
         for parent in x._node.parents:
@@ -167,6 +236,13 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None):
         while parent and parent not in clusters:
             parent = parent.rsplit(".", 1)[0] if "." in parent else ""
         clusters.get(parent, graph).subgraph(clusters[path])
+    if legend:
+        key = graphviz.Digraph(name="cluster_legend", graph_attr={"label": "legend", "color": "gray60"})
+        for node_id, attrs in LEGEND:
+            key.node(node_id, **attrs)
+        for (upper, _), (lower, _) in zip(LEGEND, LEGEND[1:]):
+            key.edge(upper, lower, style="invis")
+        graph.subgraph(key)
     for edge in dict.fromkeys(edges):
         graph.edge(*edge)
     return graph
@@ -182,25 +258,45 @@ def dot_program() -> str:
                             "graphviz-pure) or Graphviz's dot")
 
 
-def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
-    """Draw the graph of `t` and write it to `path` as SVG or PNG (by its extension).
+def layout(source: str, fmt: str) -> bytes:
+    """Run the Graphviz program on DOT `source` and return its `fmt` output (svg, json)."""
+    result = subprocess.run([dot_program(), f"-T{fmt}"], input=source.encode(), capture_output=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"render: {dot_program()} failed: {result.stderr.decode(errors='replace')}")
+    return result.stdout
 
-    Keyword arguments go to ``draw_graph`` (``show_grads``, ``collapse``).
+
+def source_to_image(source: str, fmt: str) -> bytes:
+    """The SVG or PNG bytes of DOT `source`; PNGs are painted by matplotlib from the layout."""
+    return viz_png.paint_layout(layout(source, "json")) if fmt == "png" else layout(source, "svg")
+
+
+def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
+    """Draw the graph of `t` and write it to `path` as SVG or PNG (by its extension), creating
+    missing parent folders.
+
+    Keyword arguments go to ``draw_graph`` (``show_grads``, ``collapse``, ``expand``, ``tokens``).
+
+    Raises:
+        ValueError: the extension is not .svg or .png, or `path` cannot be written (a file where
+            a folder should be, no permission), with the reason.
     """
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in ("svg", "png"):
         raise ValueError(f"render: path must end in .svg or .png, got {path.name!r}")
-    source = draw_graph(t, **kwargs).source
-    path.parent.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([dot_program(), f"-T{fmt}", "-o", str(path)], input=source.encode(),
-                            capture_output=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"render: {dot_program()} failed: {result.stderr.decode(errors='replace')}")
+    image = source_to_image(draw_graph(t, **kwargs).source, fmt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(image)
+    except OSError as error:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        reason = f"{str(blocker)!r} is a file, not a folder" if blocker else error.strerror or str(error)
+        raise ValueError(f"render: cannot write {str(path)!r}: {reason}") from error
     return path
 
 
 def ops_in(graph_source: str) -> Iterable[str]:
     """The op names drawn in a DOT source (for tests and summaries)."""
-    return [line.split('label="', 1)[1].split("\\n", 1)[0] for line in graph_source.splitlines()
-            if "shape=ellipse" in line]
+    return [line.split('label="', 1)[1].split("\\n", 1)[0].split(" · ")[-1]
+            for line in graph_source.splitlines() if "shape=ellipse" in line and "legend_" not in line]

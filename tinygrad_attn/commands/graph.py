@@ -1,6 +1,7 @@
 """``tinygrad-attn graph``: draw the forward and backward graph of an example as SVG or PNG.
 
-The example's loss is backpropagated first, so each tensor's record shows its gradient norm.
+The example's loss is backpropagated first, so each tensor's record shows its gradient (entries
+when small, else the norm), and each op its step number in ``tinygrad-attn step``.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.Transform
 
 
 def run(args: argparse.Namespace) -> int:
-    loss = build_example(args).loss
+    example = build_example(args)
+    loss = example.loss
     loss.backward()
-    collapse = [COLLAPSIBLE.get(name, name) for name in args.collapse] or None
+    options = {"collapse": [COLLAPSIBLE.get(name, name) for name in args.collapse] or None,
+               "expand": args.expand, "tokens": example.tokens}
     start = time.perf_counter()
     try:
-        path = viz.render(loss, args.out, show_grads=not args.no_grads, collapse=collapse)
-    except ValueError as error:         # a bad --collapse or --out: say so, no traceback
+        path = viz.render(loss, args.out, show_grads=not args.no_grads, **options)
+    except ValueError as error:         # a bad --collapse, --expand or --out: say so, no traceback
         print(f"tinygrad-attn graph: {error}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - start
-    source = viz.draw_graph(loss, collapse=collapse).source
+    source = viz.draw_graph(loss, legend=False, **options).source
     nodes = len(re.findall(r"^\t+(\w+|\"[^\"]+\") \[label=", source, re.M))
     print(f"wrote {path}: {nodes} nodes ({len(viz.ops_in(source))} ops), "
           f"{source.count(' -> ')} edges, rendered in {seconds:.2f} s")
@@ -41,5 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--collapse", nargs="*", default=[], metavar="MODULE",
                         help=f"modules drawn as one node each: class names "
                         f"({', '.join(sorted(COLLAPSIBLE))}) or dotted paths (blocks.1)")
+    parser.add_argument("--expand", metavar="PATH",
+                        help="draw this module (dotted path, e.g. blocks.0.attn) in full, fold all others")
     parser.add_argument("--no-grads", action="store_true", help="leave gradient norms out")
     parser.set_defaults(run=run)
