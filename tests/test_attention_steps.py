@@ -133,7 +133,7 @@ def test_zero_notes_appear_where_expected_and_nowhere_else():
     assert {i: by_op[i] for i in noted} == {
         3: ("scaled_dot_product_attention", "O"), 6: ("add", "K"), 10: ("getitem", "X")}
     attention, key_bias, embedding = noted[3], noted[6], noted[10]
-    assert attention[0].startswith("P and dS are exactly 0 at the 3 masked cells")
+    assert attention[0].startswith("P and dS are exactly 0 at the 3 masked cells (scores set to −inf")
     assert attention[1].startswith("row 'the' of dS is 0, and so is that row of dQ")
     assert len(attention) == 2
     assert key_bias == (key_bias[0],) and key_bias[0].startswith("dL/d(k_proj.bias) is 0 up to rounding")

@@ -288,8 +288,8 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     # kernel): build attention from registered ops, each its own backward step.
     if is_causal:
         causal = attention_ops.causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
-        keep = Tensor(attention_ops.combine_keep(None if keep is None else keep.data, causal),
-                      device=q.device)
+        keep = _named(Tensor(attention_ops.combine_keep(None if keep is None else keep.data, causal),
+                             device=q.device), "mask")
     k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
     scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
     weights = _named(engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")

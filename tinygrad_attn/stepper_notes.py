@@ -82,8 +82,9 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
             per_matrix = int(masked[0].sum()) if (masked == masked[0]).all() else None
             count = f"{per_matrix} masked cells of each matrix" if per_matrix is not None and len(p) > 1 \
                 else f"{int(masked.sum())} masked cells"
-            notes.append(f"P and dS are exactly 0 at the {count} (S = −inf there, e.g. a key after "
-                         f"the query under the causal mask): a masked key gets probability 0 and no gradient")
+            notes.append(f"P and dS are exactly 0 at the {count} (scores set to −inf by the mask, e.g. "
+                         f"keys after the query under the causal mask): a masked key gets probability 0 "
+                         f"and no gradient")
     names = list(tokens) if tokens is not None and len(tokens) == p.shape[-2] else None
     for m in range(len(p)):
         for row in range(p.shape[-2]):
