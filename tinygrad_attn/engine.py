@@ -173,25 +173,30 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
             continue
         node = t._node
         if node is None:
-            t.grad = _owned(g, shared) if t.grad is None else t.grad + g
+            with quiet_float_errors():
+                t.grad = _owned(g, shared) if t.grad is None else t.grad + g
             continue
         _check_unchanged(node, t, verified)
         node.grad = g
         shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        with quiet_float_errors():
-            raw = node.op.backward(node.ctx, g)
-        sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-        if len(sent) != len(node.parents):
-            raise RuntimeError(f"{node.op.name}: backward returned {len(sent)} gradients "
-                               f"for {len(node.parents)} inputs")
-        sent = tuple(_reduce_to_parent(node, i, p, s)
-                     for i, (p, s) in enumerate(zip(node.parents, sent)))
-        for parent, s in zip(node.parents, sent):
-            if s is not None:
-                key = id(parent)
-                grads[key] = s if key not in grads else grads[key] + s
+        with quiet_float_errors():      # inf/NaN without RuntimeWarnings, also while summing
+            sent = _run_backward(node, g)
+            for parent, s in zip(node.parents, sent):
+                if s is not None:
+                    key = id(parent)
+                    grads[key] = s if key not in grads else grads[key] + s
         yield BackwardEvent(t, g, sent, node.ctx.trace)
+
+
+def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
+    """The node's backward: one gradient per input, each summed back to its input's shape."""
+    raw = node.op.backward(node.ctx, grad)
+    sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(sent) != len(node.parents):
+        raise RuntimeError(f"{node.op.name}: backward returned {len(sent)} gradients "
+                           f"for {len(node.parents)} inputs")
+    return tuple(_reduce_to_parent(node, i, p, s) for i, (p, s) in enumerate(zip(node.parents, sent)))
 
 
 def _owned(grad: Any, shared: set[int]) -> Any:

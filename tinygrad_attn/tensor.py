@@ -23,7 +23,6 @@ from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
-from .ops.base import quiet_float_errors
 
 _default_dtype = np.dtype(np.float32)
 
@@ -145,9 +144,8 @@ class Tensor:
         `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
         calling backward again accumulates again (zero the grads in between to start afresh).
         """
-        with quiet_float_errors():      # inf − inf while summing gradients gives NaN quietly
-            for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
-                pass
+        for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
+            pass
 
     def _seed_grad(self, grad: Any, caller: str) -> Any:
         """The gradient that starts a backward pass from this tensor, checked."""
