@@ -300,3 +300,6 @@ def ops_in(graph_source: str) -> Iterable[str]:
     """The op names drawn in a DOT source (for tests and summaries)."""
     return [line.split('label="', 1)[1].split("\\n", 1)[0].split(" · ")[-1]
             for line in graph_source.splitlines() if "shape=ellipse" in line and "legend_" not in line]
+
+
+from .explorer import explore  # noqa: E402,F401  (viz.explore: the explorer page; it draws with this module)

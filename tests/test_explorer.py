@@ -1,0 +1,130 @@
+"""The explorer page without a browser: the JSON in it holds exactly the numbers of
+``backprop_steps``, each step points at its op node in the inlined SVG, the page is
+self-contained (no URL, viewer inlined from the package's asset files), it shows in Jupyter, the
+command writes it, and bad input gets a clear error."""
+
+import html
+import json
+import re
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import cli
+from tinygrad_attn.backend import to_numpy
+from tinygrad_attn.demos import DEMOS
+from tinygrad_attn.explorer import array_json, explore
+
+
+def page_data(page: str) -> dict:
+    found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+def numbers(array_record) -> np.ndarray:
+    """The array a JSON record holds, ±inf and nan back as floats."""
+    return np.array([float(v) for v in array_record["data"]], dtype=np.float64).reshape(array_record["shape"])
+
+
+def exact(array) -> np.ndarray:
+    return to_numpy(array).astype(np.float64)
+
+
+@pytest.mark.parametrize("name, fused", [("head", True), ("head", False), ("mlp", True), ("model", True)])
+def test_the_page_holds_exactly_the_numbers_of_backprop_steps(name, fused):
+    example = DEMOS[name](fused=fused)
+    page = explore(example.loss, tokens=example.tokens).html
+    again = DEMOS[name](fused=fused)
+    steps = list(ta.backprop_steps(again.loss, tokens=again.tokens))
+    shown = page_data(page)["steps"]
+    assert len(shown) == len(steps)
+    for step, record in zip(steps, shown):
+        assert (record["index"], record["op"], record["name"], record["module"]) == \
+            (step.index, step.op, step.name, step.module)
+        assert record["formula"] == list(step.formula) and record["notes"] == list(step.notes)
+        assert tuple(record["shape"]) == step.output_shape
+        np.testing.assert_array_equal(numbers(record["grad"]), exact(step.grad))
+        for sent, inp in zip(step.sent, record["inputs"]):
+            assert (inp["grad"] is None) == (sent is None)
+            if sent is not None:
+                np.testing.assert_array_equal(numbers(inp["grad"]), exact(sent))
+        assert [i["symbol"] for i in record["insides"]] == [i.symbol for i in step.insides]
+        for inside, rec in zip(step.insides, record["insides"]):
+            assert rec["kind"] == inside.kind
+            np.testing.assert_array_equal(numbers(rec["array"]), exact(inside.array))
+        assert [p["source"] for p in record["parts"]] == [source for source, _ in step.parts]
+        for (_, part), rec in zip(step.parts, record["parts"]):
+            np.testing.assert_array_equal(numbers(rec["grad"]), exact(part))
+
+
+def test_each_step_points_at_its_op_node_in_the_inlined_svg():
+    example = DEMOS["head"]()
+    page = explore(example.loss, tokens=example.tokens).html
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    titles = re.findall(r'<g id="node\d+" class="node">\s*<title>(\w+)</title>\s*(.*?)</g>', svg, re.S)
+    labels = {node: " ".join(html.unescape(t) for t in re.findall(r">([^<]+)</text>", body))
+              for node, body in titles}
+    for record in page_data(page)["steps"]:
+        assert labels[record["node"]].startswith(f"step {record['index']} · {record['op']}")
+
+
+def test_attention_matrices_carry_token_labels_and_masked_scores():
+    example = DEMOS["head"]()
+    attention = next(s for s in page_data(explore(example.loss, tokens=example.tokens).html)["steps"]
+                     if s["insides"])
+    scores = next(i["array"] for i in attention["insides"] if i["symbol"] == "S")
+    assert scores["rows"] == scores["cols"] == ["the", "cat", "sat"]
+    assert scores["data"][1:3] == ["-inf", "-inf"] and scores["data"][5] == "-inf"
+
+
+def test_array_json_spells_non_finite_numbers_as_strings():
+    record = array_json(np.array([[1.5, -np.inf], [np.nan, np.inf]]), "x", None)
+    assert record == {"shape": [2, 2], "data": [1.5, "-inf", "nan", "inf"],
+                      "rows": ["0", "1"], "cols": ["0", "1"]}
+    assert array_json(None, "x", None) is None
+
+
+def test_the_page_is_self_contained_with_the_package_viewer_inlined():
+    example = DEMOS["mlp"]()
+    page = explore(example.loss).html
+    assert not re.search(r"https?://", page)
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
+    assert page.count("<svg") == 1 and "<?xml" not in page and "DOCTYPE svg" not in page
+    assets = resources.files("tinygrad_attn") / "explorer_assets"
+    assert (assets / "explorer.js").read_text(encoding="utf-8") in page
+    assert (assets / "explorer.css").read_text(encoding="utf-8") in page
+    assert "{{" not in page.replace((assets / "explorer.js").read_text(encoding="utf-8"), "")
+
+
+def test_explore_fills_the_leaf_grads_like_backward():
+    example = DEMOS["mlp"]()
+    explore(example.loss)
+    again = DEMOS["mlp"]()
+    again.loss.backward()
+    for (name, p), (_, q) in zip(example.model.named_parameters(), again.model.named_parameters()):
+        np.testing.assert_array_equal(p.grad, q.grad, err_msg=name)
+
+
+def test_jupyter_shows_the_page_in_an_iframe():
+    example = DEMOS["mlp"]()
+    shown = ta.viz.explore(example.loss)
+    frame = shown._repr_html_()
+    assert frame.startswith('<iframe srcdoc="') and html.unescape(frame.split('"')[1]) == shown.html
+    assert shown.path is None and shown.steps == 6
+
+
+def test_the_command_writes_the_page(tmp_path, capsys):
+    out = tmp_path / "new" / "explorer.html"
+    assert cli.main(["explore", "--example", "head", "--unfused", "--out", str(out)]) == 0
+    assert f"wrote {out}: 15 backward steps" in capsys.readouterr().out
+    assert len(page_data(out.read_text(encoding="utf-8"))["steps"]) == 15
+
+
+def test_bad_input_gets_a_clear_error(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"explore: the loss \(\) does not require grad"):
+        explore(ta.Tensor(1.0))
+    (tmp_path / "file").write_text("x")
+    assert cli.main(["explore", "--out", str(tmp_path / "file" / "e.html")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

@@ -1,0 +1,156 @@
+"""The explorer page driven in headless Chromium (Debian's chromium + chromium-driver, selenium
+from pip; nothing downloads a browser): the arrow keys, the buttons and a click on a node show the
+step Python produced, with the same numbers; the page makes no network request; screenshots.
+
+Skipped, with the reason, where chromium, chromedriver or selenium is missing
+(``.ci/browser-setup`` installs the browser on CI)."""
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from tinygrad_attn.backend import to_numpy
+from tinygrad_attn.demos import DEMOS
+from tinygrad_attn.explorer import explore
+from tinygrad_attn.stepper import backprop_steps
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("browser test skipped: chromium/chromedriver not found on PATH "
+                "(Debian: apt-get install chromium chromium-driver, or run .ci/browser-setup)",
+                allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="browser test skipped: selenium not installed "
+                                "(pip install -e '.[dev]')")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def build(name, tmp_path, fused=True):
+    """The example's page, written to tmp_path, and the steps Python produced for it."""
+    example = DEMOS[name](fused=fused)
+    path = explore(example.loss, tmp_path / f"{name}.html", tokens=example.tokens).path
+    again = DEMOS[name](fused=fused)
+    return path, list(backprop_steps(again.loss, tokens=again.tokens))
+
+
+def cell_values(elements):
+    """The exact numbers the cells hold (data-v: JavaScript's shortest round-trip form, or ±inf)."""
+    return [float(e.get_attribute("data-v")) for e in elements]
+
+
+def flat(array):
+    return to_numpy(array).astype(np.float64).reshape(-1).tolist()
+
+
+READ_PANEL = """
+const panel = document.getElementById('panel');
+const values = (css) => [...panel.querySelectorAll(css)].map((td) => td.dataset.v);
+const sent = {};
+panel.querySelectorAll('.sent').forEach((d) => {
+  sent[d.dataset.input] = [...d.querySelectorAll('td.c')].map((td) => td.dataset.v);
+});
+const current = [...document.querySelectorAll('#graph g.node.current')];
+return {step: panel.dataset.step, op: panel.querySelector('h2 .op').textContent,
+        arriving: values('.grad-arriving td.c'), sent: sent,
+        current: current.map((g) => g.querySelector('title').textContent),
+        label: current.map((g) => g.querySelector('text').textContent)};
+"""
+
+
+def check_panel(browser, step):
+    """The panel shows `step` (its op, the gradient arriving and each gradient sent, exactly) and
+    the graph highlights its op node."""
+    shown = browser.execute_script(READ_PANEL)
+    assert shown["step"] == str(step.index) and shown["op"] == step.op
+    assert [float(v) for v in shown["arriving"]] == flat(step.grad)
+    for i, sent in enumerate(step.sent):
+        if sent is not None and step.input_shapes[i] is not None:
+            assert [float(v) for v in shown["sent"][str(i)]] == flat(sent), f"step {step.index}: input {i}"
+    assert shown["current"] == [node_of(browser, step.index)]
+    assert shown["label"] == [f"step {step.index} · {step.op}"]
+
+
+def node_of(browser, index):
+    """The id of step `index`'s op node, from the page's own data."""
+    return browser.execute_script("return JSON.parse(document.getElementById('explorer-data')"
+                                  ".textContent).steps[arguments[0]].node", index)
+
+
+def press(browser, key, times):
+    body = browser.find_element(By.TAG_NAME, "body")
+    for _ in range(times):
+        body.send_keys(key)
+
+
+def no_network(browser):
+    resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert resources == []
+    assert "http://" not in browser.page_source and "https://" not in browser.page_source
+
+
+def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_path):
+    path, steps = build("head", tmp_path)
+    browser.get(path.resolve().as_uri())
+    check_panel(browser, steps[0])
+    press(browser, Keys.ARROW_RIGHT, 3)                  # step 3: the fused attention
+    attention = steps[3]
+    assert attention.op == "scaled_dot_product_attention"
+    check_panel(browser, attention)
+    for inside in attention.insides:
+        cells = browser.find_elements(By.CSS_SELECTOR, f'.inside[data-symbol="{inside.symbol}"] td.c')
+        assert cell_values(cells) == flat(inside.array)
+    masked = browser.find_elements(By.CSS_SELECTOR, '.inside[data-symbol="S"] td.masked')
+    assert len(masked) == 3 and all(c.text == "−∞" for c in masked)
+    assert len(browser.find_elements(By.CSS_SELECTOR, '.inside[data-symbol="P"] td.masked')) == 3
+    notes = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "ul.notes li")]
+    assert notes == list(attention.notes)
+    visited = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.visited title")
+    assert sorted(t.get_attribute("textContent") for t in visited) == \
+        sorted(node_of(browser, i) for i in range(3))
+    browser.save_screenshot(str(tmp_path / "head_attention.png"))
+    assert (tmp_path / "head_attention.png").stat().st_size > 10_000
+
+    press(browser, Keys.ARROW_LEFT, 1)
+    check_panel(browser, steps[2])
+    browser.find_element(By.ID, "next").click()
+    browser.find_element(By.ID, "next").click()
+    check_panel(browser, steps[4])
+
+    target = steps[8]                                     # click its op node in the graph
+    node = browser.find_element(By.XPATH, f"//*[local-name()='g'][*[local-name()='title' and "
+                                          f"text()='{node_of(browser, 8)}']]")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", node)
+    check_panel(browser, target)
+    no_network(browser)
+
+
+@pytest.mark.parametrize("name, fused", [("mlp", True), ("head", False), ("model", True)])
+def test_every_step_of_an_example_matches_python(browser, tmp_path, name, fused):
+    path, steps = build(name, tmp_path, fused)
+    browser.get(path.resolve().as_uri())
+    check_panel(browser, steps[0])
+    for step in steps[1:]:
+        press(browser, Keys.ARROW_RIGHT, 1)
+        check_panel(browser, step)
+    press(browser, Keys.ARROW_RIGHT, 1)                   # past the last step: stays there
+    check_panel(browser, steps[-1])
+    timings = browser.execute_script("return window.explorerTimings")
+    assert len(timings) == len(steps) and all(math.isfinite(t) for t in timings)
+    print(f"{name}: {len(steps)} steps, step latency in the browser: median "
+          f"{sorted(timings)[len(timings) // 2]:.1f} ms, max {max(timings):.1f} ms")
+    browser.save_screenshot(str(tmp_path / f"{name}_last.png"))
+    no_network(browser)

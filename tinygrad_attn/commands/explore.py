@@ -1,0 +1,32 @@
+"""``tinygrad-attn explore``: write the backprop explorer of an example, one self-contained HTML page.
+
+Open the page in a browser (no network needed): the graph on the left, the current backward
+step on the right; ◀ ▶ or the arrow keys step, a click on an op jumps to its step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..explorer import explore
+from .demo_options import DEMOS, build_example, example_parser
+
+
+def run(args: argparse.Namespace) -> int:
+    example = build_example(args)
+    try:
+        page = explore(example.loss, args.out, tokens=example.tokens,
+                       title=f"backprop explorer: {args.example} — {DEMOS[args.example].__doc__}")
+    except ValueError as error:         # an --out that cannot be written: say so, no traceback
+        print(f"tinygrad-attn explore: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {page.path}: {page.steps} backward steps, {len(page.html.encode()) / 1024:.0f} KiB; "
+          "open it in a browser")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = example_parser(subparsers, "explore", "write the backprop explorer page of an example", __doc__)
+    parser.add_argument("--out", default="explorer.html", help="output HTML file (default explorer.html)")
+    parser.set_defaults(run=run)

@@ -1,0 +1,195 @@
+// The backprop explorer's viewer. It only shows what Python's backprop_steps produced (the JSON in
+// #explorer-data): no gradient is computed here. One step at a time: the panel shows the op, its
+// formula, the gradient arriving, what the op computed inside (attention's S, P, dP, dS, dQ, dK,
+// dV), the gradient sent to each input and the notes; the graph highlights the op and its edges.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("explorer-data").textContent);
+  const steps = data.steps;
+  const panel = document.getElementById("panel");
+  const svg = document.querySelector("#graph svg");
+  const DENSE = 64;       // matrices with more cells are drawn as colours only (numbers on hover)
+  window.explorerTimings = [];     // ms from a key press or click to the panel laid out
+
+  // --- the graph: nodes and edges by their DOT id -------------------------------------------
+  const nodes = {};
+  svg.querySelectorAll("g.node").forEach((g) => { nodes[g.querySelector("title").textContent] = g; });
+  const edgesInto = {}, edgesOutOf = {};
+  svg.querySelectorAll("g.edge").forEach((g) => {
+    const [from, to] = g.querySelector("title").textContent.split("->");
+    (edgesInto[to] = edgesInto[to] || []).push(g);
+    (edgesOutOf[from] = edgesOutOf[from] || []).push(g);
+  });
+  const stepOfNode = {};
+  steps.forEach((s) => { if (s.node) stepOfNode[s.node] = s.index; });
+  steps.forEach((s) => {      // a click on an op's output tensor goes to that op's step too
+    (edgesOutOf[s.node] || []).forEach((e) => {
+      const out = e.querySelector("title").textContent.split("->")[1];
+      if (!(out in stepOfNode)) stepOfNode[out] = s.index;
+    });
+  });
+  Object.keys(stepOfNode).forEach((id) => { if (nodes[id]) nodes[id].classList.add("steppable"); });
+
+  // --- numbers ------------------------------------------------------------------------------
+  function num(v) {            // as the terminal stepper prints them (stepper.format_number)
+    if (v === "-inf") return "−∞";
+    if (v === "inf") return "∞";
+    if (v === "nan") return "nan";
+    if (v === 0) return "0";
+    if (Math.abs(v) < 5e-5) return v.toExponential(0).replace(/e([+-])(\d)$/, "e$10$2");
+    return v.toFixed(4);
+  }
+  function esc(text) {
+    return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+  }
+  function colour(v, scale) {  // red for positive, blue for negative, white for 0
+    if (typeof v !== "number" || scale === 0) return "#fff";
+    const t = Math.min(1, Math.abs(v) / scale);
+    const [r, g, b] = v > 0 ? [239, 83, 80] : [66, 133, 244];
+    const mix = (c) => Math.round(255 + (c - 255) * t * 0.85);
+    return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
+  }
+  function leadLabel(index, ndim) {
+    const names = ndim === 4 ? ["batch", "head"] : ndim === 3 ? ["batch"] : [];
+    return index.map((i, k) => (names[k] ? `${names[k]} ${i}` : String(i))).join(", ");
+  }
+
+  // A labelled heatmap of an array: one table per leading index (batch, head); `masked` marks
+  // flat positions whose key is hidden by the mask (S = −∞ there).
+  function heatmap(arr, masked) {
+    if (!arr) return '<div class="none">—</div>';
+    const shape = arr.shape, data = arr.data;
+    if (shape.length === 0) return `<div class="array">${table([""], [""], null, 0, data)}</div>`;
+    const cols = shape[shape.length - 1];
+    const rows = shape.length >= 2 ? shape[shape.length - 2] : 1;
+    const per = rows * cols, count = data.length / Math.max(per, 1);
+    const finite = data.filter((v) => typeof v === "number");
+    const scale = finite.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    const lead = shape.slice(0, -2);
+    let out = "";
+    for (let m = 0; m < count; m++) {
+      let caption = "";
+      if (lead.length) {
+        const index = []; let rest = m;
+        for (let k = lead.length - 1; k >= 0; k--) { index.unshift(rest % lead[k]); rest = Math.floor(rest / lead[k]); }
+        caption = leadLabel(index, shape.length);
+      }
+      const rowLabels = shape.length >= 2 ? arr.rows : [""];
+      out += table(rowLabels, arr.cols, masked, m * per, data, rows, cols, scale, caption);
+    }
+    let summary = `shape (${shape.join(", ")})`;
+    if (data.length > DENSE) {
+      const norm = Math.sqrt(finite.reduce((s, v) => s + v * v, 0));
+      summary += ` · ${data.length} numbers, ‖·‖ = ${num(norm)}, max |·| = ${num(scale)} (hover a cell for its number)`;
+    }
+    return `<div class="array"><div class="matrices">${out}</div><div class="summary">${summary}</div></div>`;
+  }
+  function table(rowLabels, colLabels, masked, offset, data, rows = 1, cols = 1, scale = 0, caption = "") {
+    if (scale === 0 && typeof data[offset] === "number") scale = Math.abs(data[offset]);
+    const dense = rows * cols > DENSE;
+    let h = `<div>${caption ? `<div class="caption">${esc(caption)}</div>` : ""}<table class="heat${dense ? " dense" : ""}">`;
+    if (!dense && cols > 1) h += "<tr><th></th>" + colLabels.map((c) => `<th>${esc(c)}</th>`).join("") + "</tr>";
+    for (let r = 0; r < rows; r++) {
+      h += `<tr><th>${dense ? "" : esc(rowLabels[r] === undefined ? "" : rowLabels[r])}</th>`;
+      for (let c = 0; c < cols; c++) {
+        const flat = offset + r * cols + c, v = data[flat];
+        const hidden = v === "-inf" || (masked && masked.has(flat));
+        const text = num(v);
+        h += `<td class="c${hidden ? " masked" : ""}" data-v="${v}" title="${esc(text)}"` +
+          ` style="background:${colour(v, scale)}">${dense ? "" : text}</td>`;
+      }
+      h += "</tr>";
+    }
+    return h + "</table></div>";
+  }
+
+  function tag(kind) { return `<span class="tag ${kind}">${kind}</span>`; }
+
+  // --- one step -----------------------------------------------------------------------------
+  function render(s) {
+    let h = `<h2>step ${s.index} of ${steps.length - 1} · <span class="op">${esc(s.op)}</span> → ` +
+      `${esc(s.name)} (${s.shape.join(", ")})</h2>`;
+    if (s.module) h += `<div class="module">inside module <b>${esc(s.module)}</b></div>`;
+    h += `<h3>backward formula</h3><pre class="formula">${s.formula.map(esc).join("\n")}</pre>`;
+    h += `<h3>gradient arriving: dL/d(${esc(s.name)}) ${tag("gradient")}</h3>`;
+    h += `<div class="grad-arriving">${heatmap(s.grad)}</div>`;
+    if (s.parts.length) {
+      h += `<div class="legend">${esc(s.name)} was used by ${s.parts.length} ops: the arriving gradient is the sum of these parts</div>`;
+      s.parts.forEach((p) => { h += `<div class="caption">part from ${esc(p.source)}</div>${heatmap(p.grad)}`; });
+    }
+    if (s.insides.length) {
+      const S = s.insides.find((i) => i.symbol === "S");
+      let masked = null;
+      if (S) {
+        masked = new Set();
+        S.array.data.forEach((v, k) => { if (v === "-inf") masked.add(k); });
+      }
+      h += `<h3>inside the op's backward (per batch and head; rows: queries, columns: keys)</h3>`;
+      if (masked && masked.size) h += `<div class="legend">hatched grey: masked cells (S = −∞ there: the key is hidden from that query)</div>`;
+      s.insides.forEach((i) => {
+        const what = i.kind === "value" ? `value of ${i.symbol}` : `gradient dL/d${i.symbol.slice(1)}`;
+        const sameShape = S && i.array.shape.join() === S.array.shape.join();
+        h += `<div class="inside" data-symbol="${esc(i.symbol)}"><div><span class="equation">${esc(i.equation)}</span>` +
+          ` ${tag(i.kind)} <span class="caption">${esc(what)}</span></div>${heatmap(i.array, sameShape ? masked : null)}</div>`;
+      });
+    }
+    h += `<h3>gradients sent to the inputs ${tag("gradient")}</h3>`;
+    s.inputs.forEach((inp, k) => {
+      if (inp.shape === null) return;
+      h += `<div class="sent" data-input="${k}"><div>→ input ${k}: <b>${esc(inp.name)}</b> (${inp.shape.join(", ")})`;
+      h += inp.grad ? `: dL/d(${esc(inp.name)})</div>${heatmap(inp.grad)}` : `: <span class="none">no gradient (not differentiated)</span></div>`;
+      h += "</div>";
+    });
+    if (s.notes.length) {
+      h += `<h3>why these numbers</h3><ul class="notes">${s.notes.map((n) => `<li>${esc(n)}</li>`).join("")}</ul>`;
+    }
+    return h;
+  }
+
+  // --- stepping -----------------------------------------------------------------------------
+  let current = -1;
+  const lit = [];
+  function go(index) {
+    index = Math.max(0, Math.min(steps.length - 1, index));
+    lit.forEach(([el, cls]) => el.classList.remove(cls));
+    lit.length = 0;
+    const light = (el, cls) => { if (el) { el.classList.add(cls); lit.push([el, cls]); } };
+    steps.forEach((s) => { if (nodes[s.node]) nodes[s.node].classList.toggle("visited", s.index < index); });
+    const s = steps[index];
+    const node = nodes[s.node];
+    light(node, "current");
+    (edgesOutOf[s.node] || []).forEach((e) => {
+      light(e, "arrive");
+      light(nodes[e.querySelector("title").textContent.split("->")[1]], "current-out");
+    });
+    (edgesInto[s.node] || []).forEach((e) => light(e, "send"));
+    panel.innerHTML = render(s);
+    panel.dataset.step = String(index);
+    panel.scrollTop = 0;
+    current = index;
+    document.getElementById("counter").textContent = `step ${index} / ${steps.length - 1}`;
+    document.getElementById("prev").disabled = index === 0;
+    document.getElementById("next").disabled = index === steps.length - 1;
+    if (node) node.scrollIntoView({ block: "center", inline: "center" });
+  }
+  function timed(index) {
+    const start = performance.now();
+    go(index);
+    void panel.offsetHeight;          // force layout so that the time includes it
+    window.explorerTimings.push(performance.now() - start);
+  }
+
+  document.getElementById("prev").addEventListener("click", () => timed(current - 1));
+  document.getElementById("next").addEventListener("click", () => timed(current + 1));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "ArrowRight") { timed(current + 1); event.preventDefault(); }
+    if (event.key === "ArrowLeft") { timed(current - 1); event.preventDefault(); }
+  });
+  svg.addEventListener("click", (event) => {
+    const g = event.target.closest("g.node");
+    if (!g) return;
+    const id = g.querySelector("title").textContent;
+    if (id in stepOfNode) timed(stepOfNode[id]);
+  });
+  go(0);
+})();
