@@ -69,7 +69,7 @@ def test_a_node_gradient_is_not_a_leaf_gradient():
     y = x + 0.0
     y.backward(np.array([1.0, 1.0], dtype=np.float32))
     x.grad += 1
-    np.testing.assert_array_equal(y._node.grad, [1.0, 1.0])   # the drawing's value is untouched
+    np.testing.assert_array_equal(y.node.grad, [1.0, 1.0])   # the drawing's value is untouched
 
 
 # ----- dtype promotion of scalars (PyTorch's rule) -----

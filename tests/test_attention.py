@@ -122,8 +122,8 @@ def test_plain_kernel_is_one_node_with_p_saved(rng):
     q, k, v = _inputs(((4, 3), (5, 3), (5, 2)), rng)
     out = F.scaled_dot_product_attention(q, k, v)
     assert out.op == "scaled_dot_product_attention"
-    assert [t for t in out._node.parents if t is not None] == [q, k, v]
-    assert out._node.ctx.saved["probs"].shape == (4, 5)
+    assert [t for t in out.node.parents if t is not None] == [q, k, v]
+    assert out.node.ctx.saved["probs"].shape == (4, 5)
 
 
 @pytest.mark.parametrize("fn", KERNELS)

@@ -104,7 +104,7 @@ def test_backward_records_no_insides_unless_stepping():
     q, k, v = leaves((3, 2), (3, 2), (3, 2))
     out = F.scaled_dot_product_attention(q, k, v)
     out.backward(np.ones((3, 2)))
-    assert out._node.ctx.trace is None
+    assert out.node.ctx.trace is None
 
 
 def test_head_example_step_counts_fused_and_unfused():

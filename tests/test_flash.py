@@ -41,7 +41,7 @@ def test_forward_saves_only_output_and_log_sum_exp(rng):
     keep = np.ones((5, 7), bool)
     keep[2] = False
     out = F.flash_attention(q, k, v, mask=keep, block_size=3)
-    saved = out._node.ctx.saved
+    saved = out.node.ctx.saved
     assert set(saved) == {"q", "k", "v", "keep", "bias", "out", "lse"}
     s = q.data @ np.swapaxes(k.data, -1, -2) / np.sqrt(3)
     lse = np.log(np.exp(s).sum(-1, keepdims=True))

@@ -35,7 +35,7 @@ def test_root_call_names_parameters_and_scopes_nodes():
     logits = model(np.array([[1, 2, 3]]))
     assert model.blocks[0].attn.q_proj.weight.name == "blocks.0.attn.q_proj.weight"
     assert model.blocks[0].attn.path == "blocks.0.attn" and model.path == ""
-    scopes = {getattr(t._node.scope, "path", None) for t in engine.toposort(logits) if t._node}
+    scopes = {getattr(t.node.scope, "path", None) for t in engine.toposort(logits) if t.node}
     assert {"blocks.0.attn.q_proj", "blocks.0.attn", "blocks.0.mlp.fc1", "head", "ln_f"} <= scopes
 
 
@@ -101,7 +101,7 @@ def test_names_are_cached_per_root_and_follow_the_last_root(monkeypatch):
     assert block.path == "" and block.attn.q_proj.weight.name == "attn.q_proj.weight"
     out = model(ids)
     assert block.path == "blocks.1" and block.attn.q_proj.weight.name == "blocks.1.attn.q_proj.weight"
-    scopes = [t._node.scope for t in engine.toposort(out) if t._node is not None]
+    scopes = [t.node.scope for t in engine.toposort(out) if t.node is not None]
     assert model in scopes and block.attn.k_proj in scopes
 
 

@@ -62,7 +62,7 @@ def test_step_values_match_the_math_by_hand():
     dh = dlogits @ w2.T * (h > 0)
     np.testing.assert_allclose(steps[3].sent[0], dh, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(steps[5].sent[1], x.T @ dh, rtol=1e-5, atol=1e-7)
-    assert steps[3].saved == tuple(steps[3].tensor._node.ctx.saved)
+    assert steps[3].saved == tuple(steps[3].tensor.node.ctx.saved)
 
 
 def test_step_record_and_text():

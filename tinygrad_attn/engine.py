@@ -143,8 +143,8 @@ def toposort(root: Tensor) -> list[Tensor]:
             continue
         visited.add(id(t))
         stack.append((t, True))
-        if t._node is not None:
-            for parent in reversed(t._node.parents):
+        if t.node is not None:
+            for parent in reversed(t.node.parents):
                 if parent is not None and parent.requires_grad and id(parent) not in visited:
                     stack.append((parent, False))
     return order
@@ -153,7 +153,7 @@ def toposort(root: Tensor) -> list[Tensor]:
 def backward_order(root: Tensor) -> list[Tensor]:
     """The tensors made by ops whose backward runs, in the order it runs: the stepper's step i
     (and the drawing's step number i) is the i-th."""
-    return [t for t in reversed(toposort(root)) if t._node is not None]
+    return [t for t in reversed(toposort(root)) if t.node is not None]
 
 
 def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[BackwardEvent]:
@@ -171,7 +171,7 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
         g = grads.pop(id(t), None)
         if g is None:
             continue
-        node = t._node
+        node = t.node
         if node is None:
             with quiet_float_errors():
                 t.grad = _owned(g, shared) if t.grad is None else t.grad + g

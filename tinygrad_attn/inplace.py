@@ -45,7 +45,7 @@ def watch(saved: dict, inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, 
             continue                        # a private residual, or None
         index = None if array is out else owners[0]
         if all(array is not seen for _, seen, _ in watched):
-            producer = None if index is None else inputs[index]._node
+            producer = None if index is None else inputs[index].node
             then = _output_fingerprint(producer, array)
             watched.append((index, array, fingerprint(array) if then is None else then))
     return tuple(watched)

@@ -215,7 +215,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
     notes = Notes(order)
     seed = loss._seed_grad(grad, "backprop_steps")
     for index, event in enumerate(engine.backward_steps(loss, seed, trace=True)):
-        node = event.tensor._node
+        node = event.tensor.node
         insides = tuple(Inside(symbol, equation, event.trace[symbol])
                         for symbol, equation in node.op.insides if event.trace and symbol in event.trace)
         step_notes, parts = notes.explain(index, event, insides, tokens)

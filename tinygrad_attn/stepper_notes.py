@@ -33,7 +33,7 @@ class Notes:
     def explain(self, index: int, event: engine.BackwardEvent, insides: tuple, tokens: Any
                 ) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
         """(notes, parts) of step `index`; `parts` are (source, gradient) when several ops sent one."""
-        t, node = event.tensor, event.tensor._node
+        t, node = event.tensor, event.tensor.node
         parts = tuple(self.parts.pop(id(t), ()))
         notes = []
         if len(parts) > 1:

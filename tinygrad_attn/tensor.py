@@ -67,7 +67,7 @@ class Tensor:
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "op", "name", "_node", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "op", "name", "node", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -84,13 +84,13 @@ class Tensor:
         if requires_grad and not _is_float(array.dtype):
             raise TypeError(f"Tensor: only float tensors can require grad, got dtype {array.dtype}")
         self.data, self.grad, self.requires_grad = array, None, requires_grad
-        self.op, self.name, self._node = None, None, None
+        self.op, self.name, self.node = None, None, None
 
     @classmethod
     def _from_op(cls, data: Any, device: str, op: str, node: engine.Node | None) -> Tensor:
         t = cls.__new__(cls)
         t.data, t.grad, t.requires_grad = data, None, node is not None
-        t.op, t.name, t._node = op, None, node
+        t.op, t.name, t.node = op, None, node
         return t
 
     # ----- properties -----
@@ -113,7 +113,7 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """True unless an op recorded in the graph made this tensor."""
-        return self._node is None
+        return self.node is None
 
     @property
     def T(self) -> Tensor:

@@ -68,8 +68,8 @@ def _escape(text: str) -> str:
 
 def _tensor_path(t: Tensor) -> str | None:
     """The module a tensor belongs to: its creator's scope, or the owner of a named parameter."""
-    if t._node is not None:
-        return getattr(t._node.scope, "path", None)
+    if t.node is not None:
+        return getattr(t.node.scope, "path", None)
     if t.name:
         return t.name.rsplit(".", 1)[0] if "." in t.name else ""
     return None
@@ -155,14 +155,14 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand:
             tensors.append(x)
 
     for x in (engine.toposort(t) if t.requires_grad else [t]):
-        if x._node is not None:
-            for parent in x._node.parents:
+        if x.node is not None:
+            for parent in x.node.parents:
                 if parent is not None and not parent.requires_grad:
                     register(parent)
         register(x)
 
-    modules = {m.path: m for x in tensors if x._node is not None
-               for m in [x._node.scope] if m is not None and hasattr(m, "path")}
+    modules = {m.path: m for x in tensors if x.node is not None
+               for m in [x.node.scope] if m is not None and hasattr(m, "path")}
     folded = _collapsed_paths(modules, collapse) + _expanded_paths(modules, expand)
     steps = {id(x): i for i, x in enumerate(engine.backward_order(t))} if t.requires_grad else {}
 
@@ -195,30 +195,30 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand:
                     "style": "filled", "fillcolor": "lavender"})
             ids[id(x)] = tid
             continue
-        grad = x.grad if x._node is None else x._node.grad
+        grad = x.grad if x.node is None else x.node.grad
         fields = [_escape(engine.tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
         fields += _numbers(x, grad, show_grads, tokens)
         attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
-        if x._node is None and x.requires_grad:
+        if x.node is None and x.requires_grad:
             attrs.update(style="filled", fillcolor="lightblue" if x.name else "white")
         elif not x.requires_grad:
             attrs.update(style="filled,dashed", fillcolor="gray92")
         place(path, tid, attrs)
 
     for index, x in enumerate(tensors):
-        if x._node is None:
+        if x.node is None:
             continue
         out_id = ids[id(x)]
         op_id = f"op{index}"
         if out_id.startswith("m_"):
             op_id = out_id
         else:
-            formula = "\\n".join(textwrap.wrap(x._node.op.formula[0], FORMULA_WIDTH))
+            formula = "\\n".join(textwrap.wrap(x.node.op.formula[0], FORMULA_WIDTH))
             step = f"step {steps[id(x)]} · " if id(x) in steps else ""
             place(_tensor_path(x), op_id, {"label": f"{step}{x.op}\\n{formula}", "shape": "ellipse",
                                            "style": "filled", "fillcolor": "lightyellow"})
             edges.append((op_id, out_id))
-        for parent in x._node.parents:
+        for parent in x.node.parents:
             if parent is not None and ids[id(parent)] != op_id:
                 edges.append((ids[id(parent)], op_id))
 
