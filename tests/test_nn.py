@@ -86,23 +86,42 @@ def test_linear_and_embedding_values(rng):
         emb(np.array([5]))
 
 
-def test_names_are_cached_per_root_and_follow_the_last_root(monkeypatch):
+def test_names_do_not_depend_on_which_module_was_called_last():
+    block = nn.TransformerBlock(8, 2, 16)
+    x = ta.randn(1, 3, 8)
+    expected = [name for name, _ in block.named_parameters()]
+    names = lambda: [p.name for _, p in block.named_parameters()]
+    paths = lambda: {path: m.path for path, m in block.named_modules()}
+    block(x)
+    assert names() == expected and "attn.q_proj.weight" in expected
+    assert paths() == {p: p for p, _ in block.named_modules()}
+    out = block.attn(x)                                  # a sub-module called on its own
+    assert names() == expected and block.attn.path == "attn"
+    module_paths = {t.node.scope.path for t in engine.toposort(out) if t.node is not None}
+    assert module_paths == {"attn", "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj"}
+    out = block(x)
+    assert names() == expected and block.path == ""
+    module_paths = {t.node.scope.path for t in engine.toposort(out) if t.node is not None}
+    assert {"", "ln1", "attn.q_proj", "mlp.fc2"} <= module_paths and "q_proj" not in module_paths
+
+
+def test_a_tree_is_named_once_and_an_outer_root_called_later_names_it_from_there(monkeypatch):
     model = nn.TinyTransformer(vocab_size=5, d_model=8, num_heads=2, num_layers=2, max_len=4)
-    ids = np.array([[1, 2]])
-    model(ids)
+    block, ids = model.blocks[1], np.array([[1, 2]])
+    block(ta.randn(1, 2, 8))                             # called before its model: named from itself
+    assert block.path == "" and block.attn.q_proj.weight.name == "attn.q_proj.weight"
+    model(ids)                                           # the model, never named, names its whole tree
+    assert block.path == "blocks.1" and block.attn.q_proj.weight.name == "blocks.1.attn.q_proj.weight"
     calls = []
     monkeypatch.setattr(nn.Module, "name_tree", lambda self: calls.append(self))
     model(ids)
-    model(ids)
-    assert calls == []                                      # the tree was named once
+    block(ta.randn(1, 2, 8))
+    model.generate(ids, 1)
+    assert calls == []                                   # named once, never walked again
     monkeypatch.undo()
-    block = model.blocks[1]
-    block(ta.randn(1, 2, 8))                                # a sub-module called as a root
-    assert block.path == "" and block.attn.q_proj.weight.name == "attn.q_proj.weight"
-    out = model(ids)
-    assert block.path == "blocks.1" and block.attn.q_proj.weight.name == "blocks.1.attn.q_proj.weight"
-    scopes = [t.node.scope for t in engine.toposort(out) if t.node is not None]
-    assert model in scopes and block.attn.k_proj in scopes
+    model.head = nn.Linear(8, 5)                         # a replaced sub-module is named on request
+    model.name_tree()
+    assert model.head.weight.name == "head.weight" and model.head.path == "head"
 
 
 def test_state_dict_is_a_copy_and_non_strict_loads_what_matches():

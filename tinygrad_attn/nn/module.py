@@ -3,17 +3,18 @@
 A module finds its parameters and sub-modules by walking ``vars(self)`` in insertion order
 (Parameters, Modules, and lists, tuples or dicts of them), so there is no attribute magic.
 Calling a module runs ``forward`` inside ``engine.module_scope(self)``, so every graph node made
-inside records the innermost module running. A call of a root module (one called while no other
-module runs) also names its tree: every module gets ``path`` (its dotted name, "" for the root,
-which messages show as its class name) and every parameter ``name``
-(``blocks.0.attn.q_proj.weight``), which the stepper, the graph drawing and anomaly messages show.
-Naming walks the tree only when a different root was named last, so a training loop pays for it
-once; call ``name_tree()`` after replacing parameters of a model that was already called.
+inside records the innermost module running. The first call of a module that no tree has named
+yet, made while no other module runs, names its tree once: every module gets ``path`` (its dotted
+name from that root, "" for the root, which messages show as its class name) and every parameter
+``name`` (``blocks.0.attn.q_proj.weight``), which the stepper, the graph drawing and anomaly
+messages show. The names are kept: calling a sub-module on its own later (``block.attn(x)``) runs it
+under the names its root gave, so names never depend on which module was called last. Call
+``name_tree()`` yourself after replacing sub-modules or parameters of a model already named, or
+to name a model from an outer module built around it after it was called.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,10 +64,6 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-class _Naming:
-    last_root: weakref.ref | None = None   # the root whose names the tree carries now
-
-
 class Module:
     """Base class of layers and models: subclasses set attributes and define ``forward``.
 
@@ -85,10 +82,14 @@ class Module:
         >>> _ = model(ta.ones(2, 3))
         >>> model.shift.weight.name, model.shift.path
         ('shift.weight', 'shift')
+        >>> _ = model.shift(ta.ones(2, 3))      # a sub-module called alone keeps its names
+        >>> model.shift.weight.name, model.shift.path
+        ('shift.weight', 'shift')
     """
 
     training: bool = True
     path: str = ""
+    is_named: bool = False      # set by the first ``name_tree`` that reaches this module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward")
@@ -99,24 +100,25 @@ class Module:
 
     @contextmanager
     def scope(self) -> Iterator[None]:
-        """Run code as this module: name the tree if it is the root, then enter its scope.
+        """Run code as this module: name its tree if no tree named it yet, then enter its scope.
 
         ``__call__`` runs ``forward`` in it; methods that call sub-modules without ``forward``
-        (``TinyTransformer.generate``) use it so that names and scopes stay those of the model.
+        (``TinyTransformer.generate``) use it so that nodes record the model's scopes.
         """
-        if not engine.current_scopes() and (_Naming.last_root is None
-                                            or _Naming.last_root() is not self):
+        if not self.is_named and not engine.current_scopes():
             self.name_tree()
         with engine.module_scope(self):
             yield
 
     def name_tree(self) -> None:
-        """Set ``path`` on this module ("") and every sub-module, ``name`` on every parameter."""
+        """Name this module's tree from it: ``path`` on this module ("") and every sub-module,
+        ``name`` on every parameter, all dotted as in ``named_parameters``; they are kept until
+        the next ``name_tree`` that reaches them."""
         for path, module in self.named_modules():
             module.path = path
+            module.is_named = True
         for name, param in self.named_parameters():
             param.name = name
-        _Naming.last_root = weakref.ref(self)
 
     def _members(self) -> Iterator[tuple[str, Any]]:
         for name, value in vars(self).items():
