@@ -93,3 +93,12 @@ def test_a_non_scalar_loss_needs_a_gradient():
     steps = list(ta.backprop_steps(y, np.array([1.0, -1.0], np.float32)))
     assert [s.op for s in steps] == ["mul"]
     np.testing.assert_array_equal(steps[0].sent[0], [2.0, -2.0])
+
+
+def test_parameters_are_the_named_leaves_that_take_a_gradient():
+    w = ta.Tensor([[1.0, 2.0]], requires_grad=True)
+    w.name = "w"
+    x = ta.Tensor([[3.0], [4.0]], requires_grad=True)          # a leaf without a name
+    (step,) = [s for s in ta.backprop_steps((x @ w).sum()) if s.op == "matmul"]
+    assert step.input_names == ("leaf", "w") and step.parameters == ("w",)
+    np.testing.assert_array_equal(w.grad, [[7.0, 7.0]])

@@ -17,8 +17,7 @@ import numpy as np
 
 from . import engine
 from .backend import to_numpy
-from .nn.module import Parameter
-from .stepper_notes import Notes
+from .stepper_notes import Notes, is_parameter
 from .tensor import Tensor
 
 WHOLE = 64          # arrays up to this many elements print whole
@@ -60,12 +59,15 @@ class Step:
     Attributes:
         index: position in the backward pass (0 is the op that made the loss).
         op, formula: the op's name and its backward formula lines (``Op.formula``).
-        name: how the output is called (``Tensor.name``, e.g. S, P, logits, else 'output of OP').
-        module: dotted path of the module the op ran in (None outside modules).
+        name: how the output is called: its ``Tensor.name`` (S, P, logits), else
+            'output of OP (step N)'.
+        module: the dotted path of the module the op ran in, from the root the user called (the
+            root's class name for the root itself; None outside modules).
         output_shape, input_shapes: shapes (None for an absent optional input).
-        input_names: per input, its name (a parameter's dotted name, a tensor's ``name``, the op
-            that made it with its step number, or ``leaf`` / ``const``).
-        parameters: names of the inputs that are module parameters.
+        input_names: per input, its name as ``name`` above, a parameter's dotted name, ``leaf``
+            or ``const`` for an unnamed leaf, or 'None' for an absent optional input.
+        parameters: the names of the inputs that are named leaves taking a gradient: a module's
+            parameters, or tensors the user named.
         saved: names of the residuals forward saved (``ctx.saved`` keys; absent ones left out).
         grad: the gradient of the loss with respect to the output, arriving at this step.
         sent: the gradient sent to each input (None where none is needed), already summed back
@@ -224,7 +226,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
             module=engine.scope_name(node.scope), output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
-            parameters=tuple(p.name or "(unnamed)" for p in node.parents if isinstance(p, Parameter)),
+            parameters=tuple(p.name for p in node.parents if is_parameter(p)),
             saved=tuple(k for k, v in node.ctx.saved.items() if v is not None),
             grad=event.grad, sent=event.sent, insides=insides,
             notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor)

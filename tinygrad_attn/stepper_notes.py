@@ -14,9 +14,15 @@ import numpy as np
 
 from . import engine
 from .backend import to_numpy
-from .nn.module import Parameter
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
+
+
+def is_parameter(t: Any) -> bool:
+    """A named leaf that takes a gradient: a module's parameter (named ``blocks.0.attn.q_proj.weight``
+    when its model is first called) or a tensor the user named. Read from the tensor alone, so the
+    stepper needs nothing from ``nn``."""
+    return t is not None and t.is_leaf and t.requires_grad and bool(t.name)
 
 
 class Notes:
@@ -127,7 +133,7 @@ def _key_bias_zero(t: Any, node: Any, event: engine.BackwardEvent) -> list[str]:
     arriving = float(np.abs(to_numpy(event.grad)).max())
     notes = []
     for parent, g in zip(node.parents, event.sent):
-        if isinstance(parent, Parameter) and g is not None and parent.ndim == 1 and arriving > 0:
+        if is_parameter(parent) and g is not None and parent.ndim == 1 and arriving > 0:
             largest = float(np.abs(to_numpy(g)).max())
             if largest <= TINY * arriving:
                 notes.append(f"dL/d({parent.name}) is 0 up to rounding (largest |value| "
