@@ -5,8 +5,6 @@ import pytest
 
 from tinygrad_attn import checkpoint
 from tinygrad_attn.errors import CheckpointError
-from tinygrad_attn.tasks import get_task
-from tinygrad_attn.train import TrainConfig, TrainState, make_model
 
 
 def test_round_trip(tmp_path):
@@ -53,21 +51,3 @@ def test_pickled_objects_are_refused(tmp_path):
     np.savez(tmp_path / "evil.npz", w=np.array([{"a": 1}], dtype=object))
     with pytest.raises(CheckpointError, match="evil.npz"):
         checkpoint.load(tmp_path / "evil.npz")
-
-
-def test_a_run_whose_arrays_do_not_fit_its_config_is_refused(tmp_path):
-    config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
-    model = make_model("copy", config)
-    path = checkpoint.save_run(tmp_path / "c.npz", model, TrainState.fresh(model, config), config,
-                               get_task("copy"))
-    arrays, meta = checkpoint.load(path)
-    assert checkpoint.load_run(path).config == config
-    arrays["model/head.weight"] = arrays["model/head.weight"][:, :3]
-    checkpoint.save(tmp_path / "shape.npz", arrays, meta)
-    with pytest.raises(CheckpointError, match="shape.npz: .*does not fit.*head.weight"):
-        checkpoint.load_run(tmp_path / "shape.npz")
-    arrays, meta = checkpoint.load(path)
-    del meta["step"]
-    checkpoint.save(tmp_path / "nostep.npz", arrays, meta)
-    with pytest.raises(CheckpointError, match="nostep.npz: .*KeyError"):
-        checkpoint.load_run(tmp_path / "nostep.npz")

@@ -80,3 +80,29 @@ def test_bad_checkpoints_inputs_and_flags_are_clear_errors(tmp_path, capsys):
     assert "sort: expected single digits" in capsys.readouterr().err
     assert cli.main(["train", "copy", "--heads", "3"]) == 2
     assert "d_model 64 is not divisible by num_heads 3" in capsys.readouterr().err
+
+
+def test_every_config_field_is_a_flag_with_its_help_and_default(tmp_path, capsys, monkeypatch):
+    import dataclasses
+
+    from tinygrad_attn.commands.train import flag
+    from tinygrad_attn.train import TrainConfig
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())          # argparse wraps the help lines
+    for field in dataclasses.fields(TrainConfig):
+        assert f"{flag(field.name)} {field.name.upper()} {field.metadata['help']} (default {field.default})" \
+            in text, field.name
+    assert flag("num_heads") == "--heads" and flag("batch_size") == "--batch-size"
+
+    run = tmp_path / "run"
+    assert cli.main(["train", "copy", "--steps", "2", *SMALL, "--clip", "0.5", "--min-lr", "0.002",
+                     "--out", str(run), "--stop-after", "1"]) == 0
+    config = checkpoint.load(run / "checkpoint.npz")[1]["config"]
+    assert (config["clip"], config["min_lr"], config["d_model"]) == (0.5, 0.002, 16)
+    assert config["weight_decay"] == 0.01
+    capsys.readouterr()
+    assert cli.main(["train", "copy", "--resume", str(run), "--weight-decay", "0.1"]) == 2
+    assert "cannot change weight_decay when resuming (the checkpoint has weight_decay=0.01)" in \
+        capsys.readouterr().err

@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 
 from tinygrad_attn import checkpoint
+from tinygrad_attn.errors import CheckpointError
 from tinygrad_attn.optim import warmup_cosine
 from tinygrad_attn.tasks import END, SEP, get_task
-from tinygrad_attn.train import TrainConfig, TrainState, accuracy, answer, make_model, train
+from tinygrad_attn.train import (
+    TrainConfig,
+    TrainState,
+    accuracy,
+    answer,
+    load_run,
+    make_model,
+    save_run,
+    train,
+)
 
 TINY = dict(steps=24, d_model=16, num_heads=2, num_layers=1, batch_size=16, warmup=4)
 
@@ -51,14 +61,31 @@ def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path):
     model = make_model("copy", config)
     state = TrainState.fresh(model, config)
     train(model, "copy", config, state=state, stop_after=10)
-    checkpoint.save_run(tmp_path / "c.npz", model, state, config, get_task("copy"))
+    save_run(tmp_path / "c.npz", model, state, config, get_task("copy"))
     make_model("copy", dataclasses.replace(config, seed=5))      # disturb the global generator
-    run = checkpoint.load_run(tmp_path / "c.npz")
+    run = load_run(tmp_path / "c.npz")
     assert run.state.step == 10 and run.task.name == "copy" and run.config == config
     resumed = train(run.model, run.task, run.config, state=run.state)
     assert resumed.loss == whole.loss and resumed.grad_norm == whole.grad_norm
     for name, value in whole_model.state_dict().items():
         np.testing.assert_array_equal(run.model.state_dict()[name], value, err_msg=name)
+
+
+def test_a_run_whose_arrays_do_not_fit_its_config_is_refused(tmp_path):
+    config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
+    model = make_model("copy", config)
+    path = save_run(tmp_path / "c.npz", model, TrainState.fresh(model, config), config, get_task("copy"))
+    arrays, meta = checkpoint.load(path)
+    assert load_run(path).config == config
+    arrays["model/head.weight"] = arrays["model/head.weight"][:, :3]
+    checkpoint.save(tmp_path / "shape.npz", arrays, meta)
+    with pytest.raises(CheckpointError, match="shape.npz: .*does not fit.*head.weight"):
+        load_run(tmp_path / "shape.npz")
+    arrays, meta = checkpoint.load(path)
+    del meta["step"]
+    checkpoint.save(tmp_path / "nostep.npz", arrays, meta)
+    with pytest.raises(CheckpointError, match="nostep.npz: .*KeyError"):
+        load_run(tmp_path / "nostep.npz")
 
 
 class _Scripted:

@@ -5,9 +5,8 @@ A checkpoint is written to a temporary file in the same folder and renamed over 
 ``allow_pickle=False``, so loading never executes code from the file; the metadata is JSON stored
 as a byte array.
 
-`save_run` and `load_run` store a whole training run in one such file: the model's weights, the
-optimizer's buffers, the losses so far, and as metadata the task, the config, the step and the
-states of the random generators, so that ``--resume`` continues exactly.
+The container knows nothing about what it holds: ``train.save_run`` and ``train.load_run`` put a
+whole training run in one such file.
 
 Example:
     >>> import tempfile, numpy as np
@@ -19,22 +18,16 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import uuid
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .errors import CheckpointError
-
-if TYPE_CHECKING:
-    from .nn import TinyTransformer
-    from .tasks import Task
-    from .train import TrainConfig, TrainState
 
 FORMAT = "tinygrad_attn-checkpoint-1"
 _META = "__meta__"
@@ -85,60 +78,3 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a tinygrad_attn checkpoint (no {FORMAT} metadata)")
     return arrays, meta
-
-
-class Run(NamedTuple):
-    """A training run read back from a checkpoint."""
-
-    model: TinyTransformer
-    state: TrainState
-    config: TrainConfig
-    task: Task
-
-
-def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
-             config: TrainConfig, task: Task) -> Path:
-    """Write a run (weights, optimizer, history, task, config, step, RNG states) atomically."""
-    from .train import rng_states
-
-    arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
-    arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
-    arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
-                   for k, v in dataclasses.asdict(state.history).items()})
-    meta = {"task": task.name, "config": dataclasses.asdict(config), "step": state.step,
-            "rng": rng_states(state)}
-    return save(path, arrays, meta)
-
-
-def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
-    """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on).
-
-    Raises:
-        CheckpointError: the file is missing, truncated, not a checkpoint, or its arrays do not
-            fit the model and optimizer its config describes.
-        DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing).
-    """
-    from .backend import xp_for
-    from .tasks import get_task
-    from .train import History, TrainState, config_from_dict, make_model, restore_rng_states
-
-    if device is not None:
-        xp_for(device)
-    arrays, meta = load(path)
-    part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
-    try:
-        task = get_task(meta["task"])
-        config = config_from_dict(meta["config"])
-        if device is not None:
-            config = dataclasses.replace(config, device=device)
-        model = make_model(task, config)
-        model.load_state_dict(part("model/"))
-        state = TrainState.fresh(model, config)
-        state.optimizer.load_state_dict(part("optim/"))
-        state.step = int(meta["step"])
-        state.history = History(**{k: v.tolist() for k, v in part("history/").items()})
-        restore_rng_states(state, meta["rng"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
-                              f"model or run ({type(e).__name__}: {e})") from None
-    return Run(model, state, config, task)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..checkpoint import load_run
 from ..errors import CheckpointError, DeviceError
 from ..tasks import decode
-from ..train import answer
+from ..train import answer, load_run
 
 
 def run(args: argparse.Namespace) -> int:

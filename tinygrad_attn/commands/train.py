@@ -29,25 +29,21 @@ from ..train import (
     TrainConfig,
     TrainState,
     accuracy,
+    load_run,
     make_model,
+    save_run,
     train,
 )
 
-_FLAGS = {  # flag -> (config field, type, help)
-    "--steps": ("steps", int, "optimizer steps in all"),
-    "--batch-size": ("batch_size", int, "sequences per step"),
-    "--lr": ("lr", float, "peak learning rate (linear warmup, then cosine decay)"),
-    "--warmup": ("warmup", int, "warmup steps"),
-    "--seed": ("seed", int, "seeds the initial weights and the training batches"),
-    "--d-model": ("d_model", int, "model width"),
-    "--heads": ("num_heads", int, "attention heads per layer"),
-    "--layers": ("num_layers", int, "transformer blocks"),
-    "--dropout": ("dropout", float, "dropout probability"),
-    "--device": ("device", str, "cpu (NumPy) or cuda (CuPy)"),
-    "--eval-size": ("eval_size", int, "held-out prompts for the final accuracy"),
-}
-# A resumed run keeps the model and the random streams it was started with.
-_FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size")
+# Every TrainConfig field is a flag: --batch-size for batch_size, except these two.
+_RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}
+# A resumed run keeps the model, the random streams and the optimizer it was started with.
+_FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size", "weight_decay")
+
+
+def flag(field: str) -> str:
+    """The command-line flag of a TrainConfig field."""
+    return _RENAMED.get(field, "--" + field.replace("_", "-"))
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -56,6 +52,8 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Train as the flags say. Exit code 0 when done (or stopped by ``--stop-after``), 2 for a bad
+    flag, folder or checkpoint, 1 when training diverged, 130 on Ctrl-C."""
     try:
         return _run(args)
     except KeyboardInterrupt:
@@ -65,37 +63,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     task = get_task(args.task)
-    if args.stop_after is not None and args.stop_after < 1:
-        return _fail(f"--stop-after must be at least 1, got {args.stop_after}")
-    if args.save_every < 0:
-        return _fail(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
-    overrides = {field: getattr(args, field) for field, _, _ in _FLAGS.values()
-                 if getattr(args, field) is not None}
-    source = None
+    config = None
     try:
-        if args.resume:
-            resume = Path(args.resume)
-            source = resume / "checkpoint.npz" if resume.is_dir() else resume
-            model, state, config, saved_task = checkpoint.load_run(source, overrides.get("device"))
-            if saved_task.name != task.name:
-                return _fail(f"{resume} is a {saved_task.name!r} checkpoint, not {task.name!r}")
-            changed = [f for f in _FIXED_ON_RESUME if f in overrides and overrides[f] != getattr(config, f)]
-            if changed:
-                return _fail(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
-                             + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
-            config = dataclasses.replace(config, **overrides)
-            if "steps" in overrides and config.steps <= state.step:
-                return _fail(f"{source} has done {state.step} steps already, so --steps {config.steps} "
-                             f"leaves none to do; pass --steps above {state.step} to train further")
+        _check_saving_flags(args)
+        overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+                     if getattr(args, f.name) is not None}
+        source = _checkpoint_file(args.resume) if args.resume else None
+        if source is not None:
+            model, state, config = _continue_run(source, task, overrides)
         else:
             config = TrainConfig(**overrides)
             xp_for(config.device)
         held_out = task.held_out(config.eval_size)
-        folder = RunFolder(args.out or (source.parent if source else Path("runs", task.name)),
-                           overwrite=args.overwrite, continues=source)
-        if not args.out and not source:
-            folder.path.parent.mkdir(exist_ok=True)
-        with folder:
+        with _output_folder(args, task, source) as folder:
             if source is None:
                 model = make_model(task, config)
                 state = TrainState.fresh(model, config)
@@ -103,14 +83,79 @@ def _run(args: argparse.Namespace) -> int:
     except (CheckpointError, DeviceError, ValueError) as e:
         return _fail(str(e))
     except MemoryError as e:
-        return _fail(f"the model (d_model={config.d_model}, {config.num_layers} layers) does not fit in "
-                     f"memory ({e or 'MemoryError'})")
+        size = f" (d_model={config.d_model}, {config.num_layers} layers)" if config else ""
+        return _fail(f"the model{size} does not fit in memory ({e or 'MemoryError'})")
+
+
+def _check_saving_flags(args: argparse.Namespace) -> None:
+    if args.stop_after is not None and args.stop_after < 1:
+        raise ValueError(f"--stop-after must be at least 1, got {args.stop_after}")
+    if args.save_every < 0:
+        raise ValueError(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
+
+
+def _checkpoint_file(resume: str) -> Path:
+    """``--resume`` names a checkpoint file or the run folder holding one."""
+    path = Path(resume)
+    return path / "checkpoint.npz" if path.is_dir() else path
+
+
+def _continue_run(source: Path, task: Task, overrides: dict[str, object]
+                  ) -> tuple[TinyTransformer, TrainState, TrainConfig]:
+    """The run saved in `source` with the flags given applied; ValueError for a flag that may not
+    change or for a run of another task."""
+    model, state, config, saved_task = load_run(source, overrides.get("device"))
+    if saved_task.name != task.name:
+        raise ValueError(f"{source} is a {saved_task.name!r} checkpoint, not {task.name!r}")
+    changed = [f for f in _FIXED_ON_RESUME if f in overrides and overrides[f] != getattr(config, f)]
+    if changed:
+        raise ValueError(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
+                         + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
+    config = dataclasses.replace(config, **overrides)
+    if "steps" in overrides and config.steps <= state.step:
+        raise ValueError(f"{source} has done {state.step} steps already, so --steps {config.steps} "
+                         f"leaves none to do; pass --steps above {state.step} to train further")
+    return model, state, config
+
+
+def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) -> RunFolder:
+    """``--out``, else the resumed run's own folder, else runs/TASK (making runs/ if needed)."""
+    if args.out:
+        return RunFolder(args.out, overwrite=args.overwrite, continues=source)
+    if source is not None:
+        return RunFolder(source.parent, overwrite=args.overwrite, continues=source)
+    Path("runs").mkdir(exist_ok=True)
+    return RunFolder(Path("runs", task.name), overwrite=args.overwrite)
 
 
 def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
                       state: TrainState, held_out: list[list[int]], folder: RunFolder) -> int:
-    out, path = folder.path, folder.checkpoint
-    resume_hint = f"tinygrad-attn train {task.name} --resume {out}"
+    """Train with a progress bar and checkpoints; evaluate when all steps are done."""
+    resume_hint = f"tinygrad-attn train {task.name} --resume {folder.path}"
+    start = time.perf_counter()
+    code = _train_saving(args, task, config, model, state, folder.checkpoint, resume_hint)
+    if code is not None:
+        return code
+    seconds = time.perf_counter() - start
+    if state.step < config.steps:
+        print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
+        return 0
+    try:
+        _evaluate(task, config, model, state, held_out, folder.path, seconds)
+    except KeyboardInterrupt:
+        print(f"interrupted during evaluation; the trained model (step {state.step}) is saved in "
+              f"{folder.checkpoint}; evaluate it with: {resume_hint}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
+                  state: TrainState, path: Path, resume_hint: str) -> int | None:
+    """Train from `state`, saving to `path` every ``--save-every`` steps, at the end and on Ctrl-C.
+
+    Returns None once training stopped normally (saved), else the exit code of an interrupted or
+    diverged run, having said why on stderr.
+    """
     from tqdm import tqdm
 
     bar = tqdm(total=config.steps, initial=state.step, desc=f"train {task.name}", unit="step",
@@ -121,43 +166,29 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
         if step % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(history.loss[-50:]):.4f}")
         if args.save_every and step % args.save_every == 0 and _is_finite(model):
-            checkpoint.save_run(path, model, state, config, task)
+            save_run(path, model, state, config, task)
 
-    start = time.perf_counter()
     try:
-        train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
+        with bar:
+            train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
     except InterruptedMidStep:
-        bar.close()
         kept = f"{path} (the last checkpoint saved) is kept" if path.exists() else "nothing was saved"
         print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {kept}",
               file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        bar.close()
-        checkpoint.save_run(path, model, state, config, task)
+        save_run(path, model, state, config, task)
         print(f"interrupted after step {state.step}; saved it; resume with: {resume_hint}", file=sys.stderr)
         return 130
     except DivergedError as e:
-        bar.close()
         if _is_finite(model):
-            checkpoint.save_run(path, model, state, config, task)
+            save_run(path, model, state, config, task)
         kept = f"{path} holds step {checkpoint.load(path)[1]['step']}" if path.exists() else \
             "no finite state was saved"
         return _fail(f"{e}. {kept}; resume with other settings, e.g. {resume_hint} --lr {config.lr / 10:g}",
                      code=1)
-    bar.close()
-    seconds = time.perf_counter() - start
-    checkpoint.save_run(path, model, state, config, task)
-    if state.step < config.steps:
-        print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
-        return 0
-    try:
-        _evaluate(task, config, model, state, held_out, out, seconds)
-    except KeyboardInterrupt:
-        print(f"interrupted during evaluation; the trained model (step {state.step}) is saved in {path}; "
-              f"evaluate it with: {resume_hint}", file=sys.stderr)
-        return 130
-    return 0
+    save_run(path, model, state, config, task)
+    return None
 
 
 def _is_finite(model: TinyTransformer) -> bool:
@@ -199,10 +230,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                "decoding (token by token)\non held-out prompts: a fixed 5% of all prompts that "
                "training never sees.")
     parser.add_argument("task", choices=sorted(TASKS), help="which toy task")
-    defaults = TrainConfig()
-    for flag, (field, kind, text) in _FLAGS.items():
-        parser.add_argument(flag, dest=field, type=kind, default=None,
-                            help=f"{text} (default {getattr(defaults, field)})")
+    for field in dataclasses.fields(TrainConfig):     # None: not given, the field's default applies
+        parser.add_argument(flag(field.name), dest=field.name, type=type(field.default), default=None,
+                            metavar=field.name.upper(),
+                            help=f"{field.metadata['help']} (default {field.default})")
     parser.add_argument("--out", help="output folder, whose parent must exist (default runs/TASK, or "
                                       "the resumed run's own folder); locked while the run lasts")
     parser.add_argument("--overwrite", action="store_true",
@@ -210,8 +241,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", metavar="CHECKPOINT",
                         help="continue from a checkpoint file or run folder with the same losses "
                              "as an uninterrupted run, also after Ctrl-C (which stops at the end of "
-                             "the running step and saves it); --steps, --lr, --eval-size and "
-                             "--device may change")
+                             "the running step and saves it); every flag above but "
+                             + ", ".join(flag(f) for f in _FIXED_ON_RESUME) + " may change")
     parser.add_argument("--save-every", type=int, default=500, metavar="N",
                         help="write the checkpoint every N steps (default 500; 0: only at the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",
