@@ -53,6 +53,13 @@ def _tile_scores(ctx, q, k, keep, bias, rows: slice, cols: slice):
     return masked_logits(ctx.xp, scores, tile_keep, _tile(bias, rows, cols))
 
 
+def _full_batch(xp, q, k, v):
+    """q broadcast to every batch axis (a view, so each score tile has the output's batch shape),
+    and the sizes (batch, n_q, n_k)."""
+    shapes = attention_shapes("flash_attention", q.shape, k.shape, v.shape)
+    return xp.broadcast_to(q, shapes.batch + q.shape[-2:]), shapes
+
+
 @register
 class FlashAttention(Op):
     """O = softmax(scale · Q Kᵀ, mask) V, key block by key block with an online softmax."""
@@ -89,8 +96,7 @@ class FlashAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
         xp = ctx.xp
-        batch, n_q, n_k = attention_shapes(FlashAttention.name, q.shape, k.shape, v.shape)
-        q_all = xp.broadcast_to(q, batch + q.shape[-2:])       # a view: each tile gets the batch shape
+        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
         acc = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)      # a = Σ exp(s − m) v
         row_max = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)     # m
         row_sum = xp.zeros(batch + (n_q, 1), dtype=q.dtype)             # l = Σ exp(s − m)
@@ -125,8 +131,7 @@ class FlashAttention(Op):
         xp = ctx.xp
         need_q, need_k, need_v = ctx.needs_grad[:3]
         q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
-        batch, n_q, n_k = attention_shapes(FlashAttention.name, q.shape, k.shape, v.shape)
-        q_all = xp.broadcast_to(q, batch + q.shape[-2:])
+        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
         delta = (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True) if need_s else None  # D: (..., Tq, 1)
         grad_q, grad_k, grad_v = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
