@@ -150,5 +150,6 @@ def test_bad_shapes_raise(fn):
         fn(q, ta.Tensor(np.zeros((2, 5, 8))), ta.Tensor(np.zeros((2, 6, 3))))
     with pytest.raises(ta.ShapeError, match=r"mask of shape \(4, 4\) does not broadcast to \(2, 4, 5\)"):
         fn(q, ta.Tensor(np.zeros((2, 5, 8))), ta.Tensor(np.zeros((2, 5, 3))), mask=np.ones((4, 4), bool))
-    with pytest.raises(ta.ShapeError, match="batch dims"):
+    with pytest.raises(ta.ShapeError, match=fn.__name__ + r": batch dims of q \(2,\), k \(3,\) and v \(3,\) "
+                                            "do not broadcast$"):
         fn(q, ta.Tensor(np.zeros((3, 5, 8))), ta.Tensor(np.zeros((3, 5, 3))))

@@ -45,3 +45,10 @@ def test_code_blocks_run(page, capsys):
     namespace: dict = {}
     for i, block in enumerate(blocks):
         exec(compile(block, f"{page.name} block {i}", "exec"), namespace)
+
+
+def test_architecture_lists_every_op_file():
+    """The layout table names each file under tinygrad_attn/ops/ once, and no file that is gone."""
+    listed = set(re.findall(r"\| `ops/(\w+\.py)` \|", (DOCS / "architecture.md").read_text()))
+    present = {p.name for p in (DOCS.parent / "tinygrad_attn" / "ops").glob("*.py")}
+    assert listed == present

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
-from tinygrad_attn import engine
+from tinygrad_attn import creation, engine
 from tinygrad_attn import functional as F
 from tinygrad_attn.ops.dropout import Dropout
 
@@ -45,6 +45,53 @@ def test_dropout_is_inverted_and_repeatable_under_manual_seed():
     dy = np.random.default_rng(0).standard_normal((200, 50))
     y.backward(dy)
     np.testing.assert_allclose(x.grad, dy * y.data)                     # the same mask and scale
+
+
+def test_dropout_mask_on_cpu_is_the_library_generators_draw():
+    ta.manual_seed(3)
+    y = F.dropout(ta.ones(4, 6), 0.5)
+    keep = np.random.default_rng(3).random((4, 6)) >= 0.5     # what manual_seed(3) has always given
+    np.testing.assert_array_equal(y.data, np.where(keep, 2.0, 0.0))
+    assert creation.generator_for("cpu") is creation.generator()
+
+
+class _FakeDeviceModule:
+    """Stands in for CuPy's module: its ``random.default_rng`` records the seeds it is given."""
+
+    def __init__(self):
+        self.seeds = []
+        self.random = self
+
+    def default_rng(self, seed):
+        self.seeds.append(seed)
+        return np.random.default_rng(seed)
+
+
+def test_device_generator_is_seeded_from_manual_seed_and_made_once_per_seed(monkeypatch):
+    fake = _FakeDeviceModule()
+    monkeypatch.setattr(creation, "xp_for", lambda device: fake)
+    monkeypatch.setattr(creation, "_device_generators", {})
+    ta.manual_seed(5)
+    first = creation.generator_for("cuda").random(8)
+    assert creation.generator_for("cuda") is creation.generator_for("cuda")   # kept between draws
+    ta.manual_seed(5)
+    again = creation.generator_for("cuda").random(8)
+    np.testing.assert_array_equal(first, again)                       # repeatable under manual_seed
+    assert len(fake.seeds) == 2 and fake.seeds[0] == fake.seeds[1]
+    assert fake.seeds[0] == int(np.random.default_rng(5).integers(2**63))   # drawn from the host stream
+    ta.manual_seed(6)
+    assert not np.array_equal(creation.generator_for("cuda").random(8), first)
+
+
+def test_dropout_mask_is_drawn_on_the_tensors_device(device):
+    p = 0.3
+    ta.manual_seed(2)
+    y = F.dropout(ta.ones(50, 40, device=device), p)
+    ta.manual_seed(2)
+    again = F.dropout(ta.ones(50, 40, device=device), p)
+    assert y.device == device and type(y.data) is type(ta.ones(1, device=device).data)
+    np.testing.assert_array_equal(y.numpy(), again.numpy())
+    assert abs((y.numpy() == 0).mean() - p) < 0.05                     # 2,000 draws: σ ≈ 0.01
 
 
 def test_dropout_identity_cases_and_dtype():

@@ -103,3 +103,22 @@ def test_errors_name_the_bad_values():
         F.cross_entropy(ta.Tensor([[0, 1]]), [0])
     with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none', got 'avg'"):
         F.cross_entropy(logits, [0, 1], reduction="avg")
+
+
+def test_valid_targets_are_checked_without_a_host_copy(monkeypatch):
+    """The range check is a reduction on the targets' device; the targets come to the host only
+    to word an error."""
+    def refuse(*args):
+        raise AssertionError("cross_entropy copied the targets to the host")
+
+    logits = ta.Tensor(np.zeros((2, 3), dtype=np.float32), requires_grad=True)
+    targets = ta.Tensor(np.array([2, -100]))
+    monkeypatch.setattr(ta.Tensor, "numpy", refuse)
+    monkeypatch.setattr(F, "to_numpy", refuse)
+    loss = F.cross_entropy(logits, targets, ignore_index=-100)
+    assert loss.dtype == np.float32 and np.isclose(loss.data, np.log(3))   # the mean over 1 target
+    loss.backward()
+    np.testing.assert_allclose(logits.grad, [[1 / 3, 1 / 3, -2 / 3], [0, 0, 0]], rtol=1e-6)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="cross_entropy: target 5 is out of range for 3 classes"):
+        F.cross_entropy(logits, ta.Tensor(np.array([0, 5])))

@@ -10,7 +10,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.ops.softmax import masked_softmax
+from tinygrad_attn.ops.masking import masked_softmax
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -21,6 +21,8 @@ def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[in
     many = isinstance(axis, (tuple, list))
     axes = tuple(_as_int(op, a) for a in (axis if many else (axis,)))
     label = f"axes {tuple(axis)} are" if many else f"axis {axis} is"
+    # A 0-d tensor (ndim 0) has no axis: the range −0 ≤ a < 0 is empty, so every axis is refused.
+    # (NumPy lets some reductions take axis 0 or −1 of a 0-d array; we do not guess.)
     if any(not -ndim <= a < ndim for a in axes):
         raise ShapeError(f"{op}: {label} out of range for a tensor with {ndim} dims")
     axes = tuple(a % ndim for a in axes)

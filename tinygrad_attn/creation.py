@@ -1,7 +1,8 @@
 """Constructors (tensor, zeros, ones, randn, arange) and the seeded random generator.
 
 All randomness in the library (``randn``, parameter init, dropout masks) draws from one NumPy
-generator, so ``manual_seed`` makes a run repeatable on either device.
+generator, or on the GPU from a CuPy generator seeded from it (``generator_for``), so
+``manual_seed`` makes a run repeatable on either device.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .backend import xp_for
 from .tensor import Tensor, get_default_dtype
 
 _generator = np.random.default_rng()
@@ -25,6 +27,23 @@ def manual_seed(seed: int) -> None:
 def generator() -> np.random.Generator:
     """The library's random generator (reseeded by ``manual_seed``)."""
     return _generator
+
+
+_device_generators: dict[str, tuple[np.random.Generator, Any]] = {}
+
+
+def generator_for(device: str) -> Any:
+    """The random generator that draws on `device`: the library's own on "cpu"; on "cuda" a CuPy
+    generator seeded from it, made again after each ``manual_seed``, so GPU draws (dropout
+    masks) are repeatable too and never cross from the host."""
+    if device == "cpu":
+        return _generator
+    host, made = _device_generators.get(device, (None, None))
+    if host is not _generator:          # first use, or manual_seed replaced the generator
+        seed = int(_generator.integers(2**63))
+        made = xp_for(device).random.default_rng(seed)
+        _device_generators[device] = (_generator, made)
+    return made
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:

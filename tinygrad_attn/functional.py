@@ -11,8 +11,8 @@ import numpy as np
 
 from . import engine
 from .axes import normalize_axis
-from .backend import xp_for
-from .creation import generator
+from .backend import to_numpy, xp_for
+from .creation import generator_for
 from .errors import ShapeError
 from .ops import attention as attention_ops
 from .ops import dropout as dropout_ops
@@ -20,6 +20,8 @@ from .ops import flash as flash_ops
 from .ops import loss as loss_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
+from .ops.masking import causal_keep, combine_keep
+from .shapes import attention_shapes, check_broadcasts_to
 from .tensor import Tensor
 
 
@@ -35,12 +37,7 @@ def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
         return None, None
     data = mask.data if isinstance(mask, Tensor) else mask
     mask = Tensor(data, device=like.device)
-    try:
-        fits = np.broadcast_shapes(mask.shape, shape) == tuple(shape)
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ShapeError(f"{op}: mask of shape {mask.shape} does not broadcast to {tuple(shape)}")
+    check_broadcasts_to(op, "mask", mask.shape, shape)
     if mask.dtype == np.bool_:
         return mask, None
     if mask.dtype.kind != "f":
@@ -148,12 +145,13 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         raise ShapeError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{logits.shape[:-1]}, got {targets.shape}")
     classes = logits.shape[-1]
-    values = targets.numpy()
+    values = targets.data                   # on the device: checked there, one scalar comes back
     bad = (values < 0) | (values >= classes)
     if ignore_index is not None:
         bad &= values != ignore_index
-    if bad.any():
-        raise ValueError(f"cross_entropy: target {values[bad].flat[0]} is out of range for "
+    if bool(bad.any()):
+        first = targets.numpy()[to_numpy(bad)].flat[0]       # host copies only to word the error
+        raise ValueError(f"cross_entropy: target {first} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
     return engine.apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
@@ -232,8 +230,9 @@ def gelu(x: Tensor) -> Tensor:
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p).
 
-    The identity when not training or p = 0. The mask comes from the library's generator, so
-    ``ta.manual_seed`` makes it repeatable; it is drawn with NumPy and moved to `x`'s device.
+    The identity when not training or p = 0. The mask is drawn on `x`'s device by its own random
+    generator (NumPy's on the CPU, CuPy's on the GPU), seeded through ``ta.manual_seed``, so it
+    is repeatable and never crosses between host and device.
     The op itself (``dropout``) takes the keep-mask as an input, so it can be gradient-checked
     with a fixed mask.
 
@@ -260,7 +259,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         raise ValueError(f"dropout: p must be in [0, 1), got {p}")
     if not training or p == 0:
         return x
-    keep = Tensor(generator().random(x.shape) >= p, device=x.device)
+    keep = Tensor(generator_for(x.device).random(x.shape) >= p, device=x.device)
     return engine.apply(dropout_ops.Dropout, x, keep, p=p)
 
 
@@ -269,17 +268,7 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
-    if min(q.ndim, k.ndim, v.ndim) < 2:
-        raise ShapeError(f"{name}: q, k, v need at least 2 dims, got {q.shape}, {k.shape}, {v.shape}")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ShapeError(f"{name}: q {q.shape}, k {k.shape}, v {v.shape} do not fit: need "
-                         "q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)")
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ShapeError(f"{name}: batch dims of q {q.shape}, k {k.shape}, v {v.shape} "
-                         "do not broadcast") from None
-    n_q, n_k = q.shape[-2], k.shape[-2]
+    batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
     if fused and not return_weights:
@@ -287,8 +276,8 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
     # kernel): build attention from registered ops, each its own backward step.
     if is_causal:
-        causal = attention_ops.causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
-        keep = _named(Tensor(attention_ops.combine_keep(None if keep is None else keep.data, causal),
+        causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
+        keep = _named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
     k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
     scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)

@@ -23,6 +23,7 @@ from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
+from .shapes import broadcast_shape
 
 _default_dtype = np.dtype(np.float32)
 
@@ -367,11 +368,7 @@ def _binary(op, a: Tensor, b: Tensor) -> Tensor:
 
 
 def _check_broadcast(op: str, *tensors: Tensor) -> None:
-    try:
-        np.broadcast_shapes(*(t.shape for t in tensors))
-    except ValueError:
-        raise ShapeError(f"{op}: shapes {', '.join(str(t.shape) for t in tensors)} "
-                         "do not broadcast together") from None
+    broadcast_shape(op, *(t.shape for t in tensors))
 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:

@@ -1,16 +1,22 @@
 """The op contract: an Op class holds forward, hand-derived backward, formula text and test cases.
 
 Forward and backward work on raw backend arrays (NumPy or CuPy) and take the array module from
-``ctx.xp``, so one code path serves both devices. ``backward`` returns one gradient per input
-(``None`` for inputs that need none); it may return a gradient in the broadcast shape of the
-output, and the engine sums it back to the input's shape.
+``ctx.xp``, so one code path serves both devices. The contract every op keeps:
+
+- ``backward`` always returns a tuple with one entry per forward input (a 1-tuple for one input);
+- an entry is ``None`` where ``ctx.needs_grad[i]`` is False or the input is not differentiable
+  (a mask, integer targets), and that gradient is not computed at all;
+- arrays kept for backward go through ``ctx.save``; non-array parameters (``axis``, an input's
+  shape) may be plain attributes of ``ctx``.
+
+A gradient may be returned in the broadcast shape of the output: the engine sums it back to the
+input's shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any
 
@@ -46,7 +52,6 @@ class Context:
         return MappingProxyType(self._saved)
 
 
-@dataclass(frozen=True)
 class Case:
     """One gradcheck case: an input spec per positional input, plus keyword params.
 
@@ -54,17 +59,23 @@ class Case:
     (a fixed input that is not: a mask, integer targets, a condition) or ``None``.
     ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5) or
     "nonzero" (x moved away from 0).
+
+    Example:
+        >>> Case((3, 4), None, params={"axis": 1}, domain="positive").specs
+        ((3, 4), None)
     """
 
-    specs: tuple[Any, ...]
-    params: Mapping[str, Any] = field(default_factory=dict)
-    domain: str = "real"
+    DOMAINS = ("real", "positive", "nonzero")
 
-    def __init__(self, *specs: Any, params: Mapping[str, Any] | None = None,
-                 domain: str = "real"):
-        object.__setattr__(self, "specs", specs)
-        object.__setattr__(self, "params", dict(params or {}))
-        object.__setattr__(self, "domain", domain)
+    def __init__(self, *specs: Any, params: Mapping[str, Any] | None = None, domain: str = "real"):
+        if domain not in self.DOMAINS:
+            raise ValueError(f"Case: domain must be one of {self.DOMAINS}, got {domain!r}")
+        self.specs = specs
+        self.params = dict(params or {})
+        self.domain = domain
+
+    def __repr__(self) -> str:
+        return f"Case(specs={self.specs!r}, params={self.params!r}, domain={self.domain!r})"
 
 
 class Op:

@@ -25,4 +25,4 @@ class Dropout(Op):
     @staticmethod
     def backward(ctx, grad):
         """Each element is x times a constant (0 or 1/(1 − p)), so the gradient is scaled alike."""
-        return grad * ctx.saved["keep"] * (1 / (1 - ctx.p)), None
+        return (grad * ctx.saved["keep"] * (1 / (1 - ctx.p)) if ctx.needs_grad[0] else None, None)

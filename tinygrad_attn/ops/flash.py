@@ -12,10 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..shapes import attention_shapes
 from . import register
-from .attention import CASES, causal_keep, combine_keep
 from .base import Case, Op
-from .softmax import masked_logits
+from .masking import causal_keep, combine_keep, masked_logits
+
+_PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
+_FIRST_OFF = np.array([[False, False, True, True, True]])             # (1, Tk): block 0 wholly masked
+_QUERY_OFF = np.array([[True], [False], [True], [True]])              # (Tq, 1): query 1 sees no key
+_FLOAT_ROW_MASKED = np.array([[0.0, 0.5, -1.0]] * 6)
+_FLOAT_ROW_MASKED[1] = -np.inf                                        # query 1: every key −inf
+
+
+def _params(scale: float, is_causal: bool, block_size: int) -> dict:
+    return {"scale": scale, "is_causal": is_causal, "block_size": block_size}
 
 
 def _tile(mask, rows: slice, cols: slice):
@@ -44,9 +54,10 @@ def _tile_scores(ctx, q, k, keep, bias, rows: slice, cols: slice):
 
 
 def _full_batch(xp, q, k, v):
-    """q broadcast (a view) to every batch axis, so each score tile has the output's batch shape."""
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    return xp.broadcast_to(q, batch + q.shape[-2:]), batch
+    """q broadcast to every batch axis (a view, so each score tile has the output's batch shape),
+    and the sizes (batch, n_q, n_k)."""
+    shapes = attention_shapes("flash_attention", q.shape, k.shape, v.shape)
+    return xp.broadcast_to(q, shapes.batch + q.shape[-2:]), shapes
 
 
 @register
@@ -58,7 +69,20 @@ class FlashAttention(Op):
                "D = rowsum(dO ⊙ O) once;  dS_B = P_B ⊙ (dO V_Bᵀ − D);  dQ += scale · dS_B K_B",
                "dK_B = scale · dS_Bᵀ Q", "dV_B = P_Bᵀ dO", "mask: not differentiable",
                "float mask: not differentiable")
-    cases = tuple(Case(*c.specs, params={**c.params, "block_size": 2}) for c in CASES)
+    # Each case is about the tiling: a partial last block; causal tiles above the diagonal
+    # skipped; with n_q < n_k a key block nobody sees is never visited; with n_q > n_k a query row
+    # all −inf; broadcast batch axes and a wholly masked last block; a wholly masked first block
+    # (the running max starts at −inf); a (Tq, 1) mask with one key per block; one block > n_k.
+    cases = (Case((3, 4), (5, 4), (5, 2), None, None, params=_params(0.5, False, 2)),
+             Case((5, 3), (5, 3), (5, 2), None, None, params=_params(0.6, True, 2)),
+             Case((3, 2), (6, 2), (6, 3), None, None, params=_params(0.7, True, 2)),
+             Case((6, 3), (3, 3), (3, 2), None, _FLOAT_ROW_MASKED, params=_params(0.7, True, 2)),
+             Case((2, 4, 3), (1, 6, 3), (2, 6, 2), _PADDED, None, params=_params(0.4, False, 4)),
+             Case((4, 3), (5, 3), (5, 2), _FIRST_OFF, np.array([[0.3, 0.0, -0.2, 1.0, 0.5]]),
+                  params=_params(0.6, False, 2)),
+             Case((4, 3), (5, 3), (5, 2), _QUERY_OFF, None, params=_params(0.6, False, 1)),
+             Case((4, 3), (4, 3), (4, 2), None, np.array([[0.2, -0.4, 0.0, 0.9]]),
+                  params=_params(0.5, True, 8)))
     insides = (("L", "L = m + log l, the row log-sum-exp forward saved (+inf on a fully masked row)"),
                ("D", "D = rowsum(dO ⊙ O) = rowsum(dP ⊙ P)"),
                ("S", "S = scale · Q Kᵀ, recomputed block by block (−inf where masked)"),
@@ -72,8 +96,7 @@ class FlashAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
         xp = ctx.xp
-        q_all, batch = _full_batch(xp, q, k, v)
-        n_q, n_k = q.shape[-2], k.shape[-2]
+        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
         acc = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)      # a = Σ exp(s − m) v
         row_max = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)     # m
         row_sum = xp.zeros(batch + (n_q, 1), dtype=q.dtype)             # l = Σ exp(s − m)
@@ -102,39 +125,50 @@ class FlashAttention(Op):
     def backward(ctx, grad):
         """Per key block: P = exp(S − L) (L = +inf on a fully masked row makes P = 0), then the
         plain kernel's formulas; rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D is computed once up front.
+        dP, dS and D are only computed when dQ or dK is asked for.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
         xp = ctx.xp
-        q, k, v, keep, bias, out, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "out", "lse"))
-        q_all, batch = _full_batch(xp, q, k, v)
-        delta = (grad * out).sum(axis=-1, keepdims=True)                # D: (..., Tq, 1)
-        grad_q = xp.zeros(batch + q.shape[-2:], dtype=grad.dtype)
-        grad_k = xp.zeros(batch + k.shape[-2:], dtype=grad.dtype)
-        grad_v = xp.zeros(batch + v.shape[-2:], dtype=grad.dtype)
-        shown = None if ctx.trace is None else _Insides(xp, batch + (q.shape[-2], k.shape[-2]), grad.dtype)
-        for rows, cols in _tiles(ctx, q.shape[-2], k.shape[-2]):
+        need_q, need_k, need_v = ctx.needs_grad[:3]
+        q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
+        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
+        need_s = need_q or need_k                                       # dS feeds dQ and dK only
+        delta = (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True) if need_s else None  # D: (..., Tq, 1)
+        grad_q, grad_k, grad_v = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
+                                  for x, need in ((q, need_q), (k, need_k), (v, need_v)))
+        shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
+        for rows, cols in _tiles(ctx, n_q, n_k):
             p = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
             if shown is not None:
                 shown.put("S", rows, cols, p)
             p -= lse[..., rows, :]
             xp.exp(p, out=p)                                            # P, as in forward
             d_out = grad[..., rows, :]
-            grad_v[..., cols, :] = xp.swapaxes(p, -1, -2) @ d_out
-            grad_s = d_out @ xp.swapaxes(v[..., cols, :], -1, -2)       # dP
+            if need_v:
+                grad_v[..., cols, :] = xp.swapaxes(p, -1, -2) @ d_out
             if shown is not None:
                 shown.put("P", rows, cols, p)
-                shown.put("dP", rows, cols, grad_s)
-            grad_s -= delta[..., rows, :]
-            grad_s *= p                                                 # dS = P ⊙ (dP − D)
-            if shown is not None:
-                shown.put("dS", rows, cols, grad_s)
-            grad_q[..., rows, :] += grad_s @ k[..., cols, :]
-            grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
-            del p, grad_s                     # freed before the next tiles are made, not after
-        grad_q *= ctx.scale
-        grad_k *= ctx.scale
+            if need_s:
+                grad_s = d_out @ xp.swapaxes(v[..., cols, :], -1, -2)   # dP
+                if shown is not None:
+                    shown.put("dP", rows, cols, grad_s)
+                grad_s -= delta[..., rows, :]
+                grad_s *= p                                             # dS = P ⊙ (dP − D)
+                if shown is not None:
+                    shown.put("dS", rows, cols, grad_s)
+                if need_q:
+                    grad_q[..., rows, :] += grad_s @ k[..., cols, :]
+                if need_k:
+                    grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
+                del grad_s
+            del p                             # freed before the next tiles are made, not after
+        if need_q:
+            grad_q *= ctx.scale
+        if need_k:
+            grad_k *= ctx.scale
         if shown is not None:
-            ctx.trace.update(L=lse, D=delta, **shown.matrices, dQ=grad_q, dK=grad_k, dV=grad_v)
+            computed = {"D": delta, "dQ": grad_q, "dK": grad_k, "dV": grad_v}
+            ctx.trace.update(L=lse, **shown.matrices, **{n: a for n, a in computed.items() if a is not None})
         return grad_q, grad_k, grad_v, None, None
 
 
@@ -143,9 +177,10 @@ class _Insides:
     only. Tiles the causal walk skips are wholly masked: S = −inf, P = dS = 0 there, and dP,
     which flash never computes there, is NaN (shown as "not computed")."""
 
-    def __init__(self, xp, shape: tuple[int, ...], dtype):
-        self.matrices = {"S": xp.full(shape, -xp.inf, dtype=dtype), "P": xp.zeros(shape, dtype=dtype),
-                         "dP": xp.full(shape, xp.nan, dtype=dtype), "dS": xp.zeros(shape, dtype=dtype)}
+    def __init__(self, xp, shape: tuple[int, ...], dtype, with_ds: bool):
+        self.matrices = {"S": xp.full(shape, -xp.inf, dtype=dtype), "P": xp.zeros(shape, dtype=dtype)}
+        if with_ds:                     # dP and dS exist only when dQ or dK is asked for
+            self.matrices.update(dP=xp.full(shape, xp.nan, dtype=dtype), dS=xp.zeros(shape, dtype=dtype))
 
     def put(self, name: str, rows: slice, cols: slice, tile) -> None:
         self.matrices[name][..., rows, cols] = tile

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import register
 from .base import Case, Op
-from .softmax import masked_softmax
+from .masking import masked_softmax
 
 _TARGETS = np.array([2, 0, 3])
 _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
@@ -38,21 +38,25 @@ class CrossEntropy(Op):
         # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
         # row with −inf logits stays 0 instead of 0 · inf = NaN.
         losses = xp.where(counted, m[..., 0] + xp.log(s[..., 0]) - picked, 0)
-        ctx.n_counted = int(counted.sum())
-        ctx.save(probs=probs, safe=safe, counted=counted)
+        # n stays an array on the device (no int(): that would wait for the GPU and copy to the
+        # host on every call); float, so that dividing by it keeps the logits' dtype.
+        n_counted = xp.maximum(counted.sum(dtype=logits.dtype), 1)
+        ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
         if reduction == "none":
             return losses
         total = losses.sum()
-        return total / max(ctx.n_counted, 1) if reduction == "mean" else total
+        return total / n_counted if reduction == "mean" else total
 
     @staticmethod
     def backward(ctx, grad):
         """∂ℓ/∂logitsⱼ = pⱼ − [j = target] for a counted position, 0 for an ignored one; the mean
         divides by the number counted (a mean over no counted target is 0, with gradient 0)."""
+        if not ctx.needs_grad[0]:
+            return None, None
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
         one_hot = xp.arange(probs.shape[-1]) == safe                         # (..., C)
         if ctx.reduction == "mean":
-            grad = grad / max(ctx.n_counted, 1)
+            grad = grad / ctx.saved["n_counted"]
         scale = (grad[..., None] if ctx.reduction == "none" else grad) * counted[..., None]
         return (probs - one_hot) * scale, None

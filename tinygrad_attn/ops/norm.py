@@ -33,9 +33,11 @@ class LayerNorm(Op):
         """With ĝ = dy ⊙ w and n features: dx = rstd·(ĝ − mean ĝ − x̂·mean(ĝ ⊙ x̂)); the two means
         are the paths through μ and σ². dw, db are summed over every leading axis by the engine."""
         x_hat, rstd, weight = ctx.saved["x_hat"], ctx.saved["rstd"], ctx.saved["weight"]
-        g_hat = grad if weight is None else grad * weight
-        grad_x = rstd * (g_hat - g_hat.mean(axis=-1, keepdims=True)
-                         - x_hat * (g_hat * x_hat).mean(axis=-1, keepdims=True))
+        grad_x = None
+        if ctx.needs_grad[0]:
+            g_hat = grad if weight is None else grad * weight
+            grad_x = rstd * (g_hat - g_hat.mean(axis=-1, keepdims=True)
+                             - x_hat * (g_hat * x_hat).mean(axis=-1, keepdims=True))
         return (grad_x,
                 grad * x_hat if ctx.needs_grad[1] else None,
                 grad if ctx.needs_grad[2] else None)

@@ -19,14 +19,21 @@ _AXIS_CASES = (Case((3, 4), params={"axis": None, "keepdims": False}),
 
 
 def _keep_axes(ctx, grad):
-    """The gradient with the reduced axes restored as size-1 axes (undoing keepdims=False)."""
+    """The gradient with the reduced axes restored as size-1 axes (undoing keepdims=False), so
+    that it broadcasts against the input."""
     if ctx.keepdims:
         return grad
     axes = range(len(ctx.in_shape)) if ctx.axis is None else ctx.axis
     return grad.reshape([1 if i in axes else n for i, n in enumerate(ctx.in_shape)])
 
 
+def _spread(ctx, grad):
+    """The gradient copied along the reduced axes: the input's shape (a broadcast view)."""
+    return ctx.xp.broadcast_to(_keep_axes(ctx, grad), ctx.in_shape)
+
+
 def _count(shape, axis):
+    """How many elements one output element reduces."""
     return math.prod(shape) if axis is None else math.prod(shape[i] for i in axis)
 
 
@@ -51,7 +58,7 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, grad):
         """Every summed element has slope 1: dx is dy copied along the reduced axes."""
-        return (ctx.xp.broadcast_to(_keep_axes(ctx, grad), ctx.in_shape),)
+        return (_spread(ctx, grad) if ctx.needs_grad[0] else None,)
 
 
 @register
@@ -70,8 +77,7 @@ class Mean(Op):
     @staticmethod
     def backward(ctx, grad):
         """Every element has slope 1/n: dx is dy/n copied along the reduced axes."""
-        n = _count(ctx.in_shape, ctx.axis)
-        return (ctx.xp.broadcast_to(_keep_axes(ctx, grad) / n, ctx.in_shape),)
+        return (_spread(ctx, grad / _count(ctx.in_shape, ctx.axis)) if ctx.needs_grad[0] else None,)
 
 
 @register
@@ -91,11 +97,14 @@ class Max(Op):
         ctx.in_shape = x.shape
         y = x.max(axis=axis, keepdims=True)
         ctx.save(is_max=x == y)
-        return y if keepdims else y.reshape(x.max(axis=axis).shape)
+        # squeeze drops exactly the reduced axes: they have size 1 (axis None: every axis).
+        return y if keepdims else y.squeeze(axis=axis)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = dy where x is the maximum, 0 elsewhere; k tied maxima share dy as dy/k each."""
+        if not ctx.needs_grad[0]:
+            return (None,)
         is_max = ctx.saved["is_max"]
         ties = is_max.sum(axis=ctx.axis, keepdims=True)
         return (_keep_axes(ctx, grad) * is_max / ties,)
@@ -119,6 +128,10 @@ class Var(Op):
     @staticmethod
     def backward(ctx, grad):
         """∂y/∂xᵢ = 2(xᵢ − μ)/n; the path through μ adds −(2/n²)Σⱼ(xⱼ − μ) = 0."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        # n = 0 (an empty axis): the input has no element, so the 0-size gradient is what counts,
+        # and max(n, 1) only avoids dividing by zero on the way to it.
         n = _count(ctx.in_shape, ctx.axis)
         return (_keep_axes(ctx, grad) * ctx.saved["centered"] * (2 / max(n, 1)),)
 

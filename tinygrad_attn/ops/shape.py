@@ -6,6 +6,8 @@ Their backward routes each gradient element back to the input element it came fr
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import numpy as np
 
 from . import register
@@ -28,7 +30,7 @@ class Reshape(Op):
     @staticmethod
     def backward(ctx, grad):
         """Reshaping is a bijection of positions, so the gradient is reshaped back."""
-        return (grad.reshape(ctx.in_shape),)
+        return (grad.reshape(ctx.in_shape) if ctx.needs_grad[0] else None,)
 
 
 @register
@@ -46,12 +48,17 @@ class Transpose(Op):
     @staticmethod
     def backward(ctx, grad):
         """The inverse permutation puts every gradient element back in its place."""
-        return (grad.transpose(tuple(np.argsort(ctx.axes))),)
+        inverse = sorted(range(len(ctx.axes)), key=ctx.axes.__getitem__)    # argsort of the axes
+        return (grad.transpose(inverse) if ctx.needs_grad[0] else None,)
 
 
 @register
 class GetItem(Op):
-    """y = x[index]: basic slicing (negative steps too) and integer-array indexing."""
+    """y = x[index]: basic slicing (negative steps too) and integer-array indexing.
+
+    The index reaches forward already checked against x's shape by ``Tensor.__getitem__``, which
+    raises IndexOutOfRange there, so a bad index never gets as far as an op or a graph.
+    """
 
     name = "getitem"
     formula = ("dx = scatter_add(zeros_like(x), index, dy)",)
@@ -62,13 +69,15 @@ class GetItem(Op):
 
     @staticmethod
     def forward(ctx, x, *, index):
-        ctx.in_shape, ctx.in_dtype = x.shape, x.dtype
+        ctx.in_shape = x.shape
         return x[index]
 
     @staticmethod
     def backward(ctx, grad):
         """Each selected element passes its gradient back; an index chosen twice gets both
         (scatter-add, so repeated integer indices accumulate instead of overwriting)."""
+        if not ctx.needs_grad[0]:
+            return (None,)
         grad_x = ctx.xp.zeros(ctx.in_shape, dtype=grad.dtype)
         ctx.xp.add.at(grad_x, ctx.index, grad)
         return (grad_x,)
@@ -91,6 +100,8 @@ class Split(Op):
     @staticmethod
     def backward(ctx, grad):
         """The piece's gradient goes back to its place; the rest of x gets 0."""
+        if not ctx.needs_grad[0]:
+            return (None,)
         grad_x = ctx.xp.zeros(ctx.in_shape, dtype=grad.dtype)
         grad_x[(slice(None),) * ctx.axis + (slice(ctx.start, ctx.stop),)] = grad
         return (grad_x,)
@@ -112,8 +123,9 @@ class Concat(Op):
     @staticmethod
     def backward(ctx, grad):
         """Each input owns a contiguous run along the axis and takes that run of dy."""
-        offsets = np.cumsum(ctx.sizes)[:-1].tolist()
-        return tuple(ctx.xp.split(grad, offsets, axis=ctx.axis))
+        offsets = list(accumulate(ctx.sizes))[:-1]
+        pieces = ctx.xp.split(grad, offsets, axis=ctx.axis)
+        return tuple(piece if need else None for piece, need in zip(pieces, ctx.needs_grad))
 
 
 @register
@@ -131,7 +143,8 @@ class Stack(Op):
     @staticmethod
     def backward(ctx, grad):
         """Input i is the slice i of the new axis, so it takes that slice of dy."""
-        return tuple(ctx.xp.moveaxis(grad, ctx.axis, 0))
+        pieces = ctx.xp.moveaxis(grad, ctx.axis, 0)
+        return tuple(piece if need else None for piece, need in zip(pieces, ctx.needs_grad))
 
 
 @register
@@ -151,7 +164,7 @@ class MaskedFill(Op):
     @staticmethod
     def backward(ctx, grad):
         """A filled position no longer depends on x (slope 0); the others pass dy through."""
-        return grad * ~ctx.saved["mask"], None
+        return (grad * ~ctx.saved["mask"] if ctx.needs_grad[0] else None, None)
 
 
 @register

@@ -1,6 +1,6 @@
 """Softmax and log-softmax over one axis, with max-subtraction and boolean or float masks.
 
-The masking rule, shared with attention (``masked_softmax``): a boolean ``keep`` marks the
+The masking rule is the one attention uses (``masking.py``): a boolean ``keep`` marks the
 positions that take part (True), a float ``bias`` is added to the logits. Masked positions get
 probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
 """
@@ -11,6 +11,7 @@ import numpy as np
 
 from . import register
 from .base import Case, Op
+from .masking import masked_logits, masked_softmax
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
@@ -26,37 +27,6 @@ _MASK_CASES = (Case((3, 4), None, None, params={"axis": 1}),
                Case((4, 3), None, None, params={"axis": 0}),
                Case((4, 4), _CAUSAL, None, params={"axis": 0}),
                Case((4, 3, 2), _ROW_MASKED.T[:, :, None], None, params={"axis": 0}))
-
-
-def masked_logits(xp, x, keep, bias):
-    """z = x + bias, with −inf where keep is False (either may be None)."""
-    z = x if bias is None else x + bias
-    if keep is not None:
-        z = xp.where(keep, z, xp.asarray(-xp.inf, dtype=z.dtype))
-    return z
-
-
-def masked_softmax(xp, x, keep, bias, axis):
-    """Softmax of the masked logits along `axis`: (probs, row max m, row sum s of exp(z − m)).
-
-    m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
-    and log-softmax is z − m − log s there. Attention uses this same helper, so one rule holds.
-
-    The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
-    with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
-    part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
-    A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
-    gives an empty result (m = s = 0).
-    """
-    z = masked_logits(xp, x, keep, bias)
-    if z.shape[axis] == 0:                      # nothing to normalise; max() of nothing is undefined
-        stat = xp.zeros(z.shape[:axis % z.ndim] + (1,) + z.shape[axis % z.ndim + 1:], dtype=z.dtype)
-        return xp.exp(z), stat, stat
-    m = z.max(axis=axis, keepdims=True)
-    m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
-    e = xp.exp(z - m)
-    s = e.sum(axis=axis, keepdims=True)
-    return e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s), m, s
 
 
 @register
@@ -80,6 +50,8 @@ class Softmax(Op):
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         Both follow from y = 0 there: dx = 0 · (…) = 0.
         """
+        if not ctx.needs_grad[0]:
+            return None, None, None
         y = ctx.saved["y"]
         return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None, None
 
@@ -111,6 +83,8 @@ class LogSoftmax(Op):
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         Here a masked output is the constant −inf, so its dy is dropped before the sum.
         """
+        if not ctx.needs_grad[0]:
+            return None, None, None
         probs, alive = ctx.saved["probs"], ctx.saved["alive"]
         grad = ctx.xp.where(alive, grad, 0)       # not grad · alive: dy may be ±inf where masked
         return grad - probs * grad.sum(axis=ctx.axis, keepdims=True), None, None

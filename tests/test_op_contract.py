@@ -1,0 +1,107 @@
+"""The op contract on every registered op and every case, calling ``op.backward`` directly through a
+Context: a tuple with one entry per input, None exactly where no gradient was asked for, the
+other entries unchanged, and the skipped gradients not computed (their residuals are never read)."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from tinygrad_attn.gradcheck import case_inputs
+from tinygrad_attn.ops import REGISTRY
+from tinygrad_attn.ops.base import Case, Context, quiet_float_errors
+
+ALL_CASES = [(name, i) for name, op in sorted(REGISTRY.items()) for i in range(len(op.cases))]
+
+
+def differentiable(case: Case) -> list[int]:
+    """Positions of the inputs a case differentiates (shape specs; masks and targets are arrays)."""
+    return [i for i, spec in enumerate(case.specs) if isinstance(spec, tuple)]
+
+
+def run_backward(op, case: Case, arrays: list, needs: tuple[bool, ...], grad, poisoned=()) -> tuple:
+    """Forward then backward through a fresh Context; the residuals named in `poisoned` are
+    replaced by arrays that fail on any use before backward runs."""
+    ctx = Context(np, needs, case.params)
+    with quiet_float_errors():
+        op.forward(ctx, *arrays, **case.params)
+        ctx.save(**{name: Poisoned(op.name, name) for name in poisoned})
+        return op.backward(ctx, grad)
+
+
+class Poisoned:
+    """A residual that backward must not read: any arithmetic, attribute or conversion fails."""
+
+    __array_ufunc__ = None          # NumPy hands ndarray ⊙ Poisoned to our (failing) operators
+
+    def __init__(self, op: str, name: str):
+        object.__setattr__(self, "label", f"{op}: backward used the residual {name!r}, which only a "
+                                          "gradient nobody asked for needs")
+
+    def fail(self, *args, **kwargs):
+        raise AssertionError(object.__getattribute__(self, "label"))
+
+    def __getattr__(self, attribute):
+        self.fail()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = fail
+    __matmul__ = __rmatmul__ = __getitem__ = __neg__ = __invert__ = __array__ = __bool__ = fail
+
+
+@pytest.mark.parametrize("name,index", ALL_CASES)
+def test_backward_returns_none_exactly_where_no_grad_is_needed(name, index, rng):
+    op = REGISTRY[name]
+    case = op.cases[index]
+    arrays = [None if t is None else t.data for t in case_inputs(case, rng)]
+    wrt = differentiable(case)
+    with quiet_float_errors():
+        out = op.forward(Context(np, (True,) * len(arrays), case.params), *arrays, **case.params)
+    grad = rng.standard_normal(np.shape(out))
+    full = run_backward(op, case, arrays, tuple(i in wrt for i in range(len(arrays))), grad)
+    for size in range(len(wrt) + 1):
+        for chosen in combinations(wrt, size):
+            needs = tuple(i in chosen for i in range(len(arrays)))
+            sent = run_backward(op, case, arrays, needs, grad)
+            assert type(sent) is tuple and len(sent) == len(arrays), f"{name}: {sent!r}"
+            assert [g is not None for g in sent] == list(needs), f"{name} with needs_grad {needs}"
+            for i in chosen:            # asking for fewer gradients changes none of the others
+                np.testing.assert_array_equal(sent[i], full[i], err_msg=f"{name}: input {i}")
+
+
+# (op, which differentiable inputs need grad, the residuals only the skipped gradients read)
+SKIPPED_WORK = [
+    ("scaled_dot_product_attention", (True, False, False), ("q",)),            # dK = scale · dSᵀ Q
+    ("scaled_dot_product_attention", (False, True, False), ("k",)),            # dQ = scale · dS K
+    ("scaled_dot_product_attention", (False, False, True), ("q", "k", "v")),   # dP = dO Vᵀ, dQ, dK
+    ("flash_attention", (False, False, True), ("out",)),                       # D = rowsum(dO ⊙ O) for dS
+    ("layer_norm", (False, True, True), ("rstd",)),                            # dx only
+    ("softmax", (False,), ("y",)),
+    ("log_softmax", (False,), ("probs", "alive")),
+    ("cross_entropy", (False,), ("probs", "safe", "counted", "n_counted")),
+]
+
+
+@pytest.mark.parametrize("name,pattern,poisoned", SKIPPED_WORK)
+def test_skipped_gradients_are_not_computed(name, pattern, poisoned, rng):
+    op = REGISTRY[name]
+    for case in op.cases:
+        arrays = [None if t is None else t.data for t in case_inputs(case, rng)]
+        wrt = differentiable(case)
+        needs = tuple(i in wrt and pattern[wrt.index(i)] for i in range(len(arrays)))
+        with quiet_float_errors():
+            out = op.forward(Context(np, needs, case.params), *arrays, **case.params)
+        grad = rng.standard_normal(np.shape(out))
+        full = run_backward(op, case, arrays, tuple(i in wrt for i in range(len(arrays))), grad)
+        sent = run_backward(op, case, arrays, needs, grad, poisoned)
+        for i, need in enumerate(needs):
+            if need:
+                np.testing.assert_array_equal(sent[i], full[i])
+
+
+def test_poisoned_residual_is_noticed():
+    """The check above can fail: a backward that reads a poisoned residual raises."""
+    op = REGISTRY["scaled_dot_product_attention"]
+    case = op.cases[0]
+    arrays = [None if t is None else t.data for t in case_inputs(case, np.random.default_rng(0))]
+    with pytest.raises(AssertionError, match="backward used the residual 'k'"):
+        run_backward(op, case, arrays, (True, False, False, False, False), np.ones((3, 2)), ("k",))
