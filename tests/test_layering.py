@@ -1,0 +1,82 @@
+"""The layers run one way (tensor -> engine -> ops.base), and the modules that show or check a
+graph (viz, the stepper, anomaly mode, labels) read only public attributes of tensors and nodes."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tinygrad_attn"
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The package modules that `path` imports when it runs (dotted, relative to the package);
+    imports under ``if TYPE_CHECKING:`` are for type hints only and are left out."""
+    tree = ast.parse(path.read_text())
+    hints = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+             and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
+    here = path.relative_to(PACKAGE).with_suffix("").parts[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in hints:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            stem = list(here[:len(here) - node.level + 1]) + (node.module.split(".") if node.module else [])
+            # `from .ops import shape` imports the module ops.shape; `from .tensor import Tensor`, tensor
+            found |= {".".join(stem + [a.name]) for a in node.names if is_module(stem + [a.name])}
+            found |= {".".join(stem)} if node.module else set()
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("tinygrad_attn.") for a in node.names
+                      if a.name.startswith("tinygrad_attn.")}
+    return found
+
+
+def is_module(parts: list[str]) -> bool:
+    path = PACKAGE.joinpath(*parts)
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_the_import_reader_sees_relative_and_absolute_imports():
+    assert runtime_imports(PACKAGE / "tensor.py") >= {"anomaly", "engine", "ops.base", "ops.shape"}
+    assert runtime_imports(PACKAGE / "stepper.py") >= {"engine", "labels", "tensor"}
+    assert "tensor" not in runtime_imports(PACKAGE / "labels.py")   # only under TYPE_CHECKING there
+
+
+def test_engine_imports_only_the_layers_below_it():
+    assert runtime_imports(PACKAGE / "engine.py") == {"anomaly", "inplace", "errors", "ops.base"}
+
+
+@pytest.mark.parametrize("module", ["engine", "anomaly", "labels", "inplace", "backend", "ops/base"])
+def test_modules_below_tensor_never_import_it(module):
+    assert "tensor" not in runtime_imports(PACKAGE / f"{module}.py")
+
+
+@pytest.mark.parametrize("module", ["anomaly", "labels", "inplace", "backend", "ops/base"])
+def test_modules_below_engine_never_import_it(module):
+    assert "engine" not in runtime_imports(PACKAGE / f"{module}.py")
+
+
+def private_reads(path: Path) -> list[str]:
+    """`obj._name` reads where obj is not self or cls (dunders and sys._getframe allowed)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        owner = node.value.id if isinstance(node.value, ast.Name) else None
+        if owner not in ("self", "cls", "sys"):
+            found.append(f"{path.name}:{node.lineno} .{node.attr}")
+    return found
+
+
+GRAPH_READERS = ["viz", "stepper", "stepper_notes", "anomaly", "labels", "engine", "inplace"]
+
+
+@pytest.mark.parametrize("module", GRAPH_READERS)
+def test_graph_readers_use_only_public_attributes(module):
+    assert private_reads(PACKAGE / f"{module}.py") == []
+
+
+def test_the_private_read_finder_finds_one(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f(t, ctx):\n    return t._node, ctx.saved, self_._x, sys._getframe\n")
+    assert private_reads(sample) == ["sample.py:2 ._node", "sample.py:2 ._x"]
