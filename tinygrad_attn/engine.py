@@ -167,12 +167,16 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
 
 
 def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
-    """The node's backward: one gradient per input, each summed back to its input's shape."""
-    raw = node.op.backward(node.ctx, grad)
-    sent = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    if len(sent) != len(node.parents):
-        raise RuntimeError(f"{node.op.name}: backward returned {len(sent)} gradients "
-                           f"for {len(node.parents)} inputs")
+    """The node's backward: one gradient per input, each summed back to its input's shape.
+
+    The op contract has no exception: backward returns a tuple with one entry per input (a
+    1-tuple for one input), so a bare array or a wrong count is the op's bug, named here.
+    """
+    sent = node.op.backward(node.ctx, grad)
+    if not isinstance(sent, tuple) or len(sent) != len(node.parents):
+        got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
+        raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
+                        f"{len(node.parents)} gradients (one per input, None where none is needed)")
     return tuple(_reduce_to_parent(node, i, p, s) for i, (p, s) in enumerate(zip(node.parents, sent)))
 
 

@@ -1,9 +1,10 @@
 """The op contract: an Op class holds forward, hand-derived backward, formula text and test cases.
 
 Forward and backward work on raw backend arrays (NumPy or CuPy) and take the array module from
-``ctx.xp``, so one code path serves both devices. ``backward`` returns one gradient per input
-(``None`` for inputs that need none); it may return a gradient in the broadcast shape of the
-output, and the engine sums it back to the input's shape.
+``ctx.xp``, so one code path serves both devices. ``backward`` always returns a tuple with one
+gradient per input (a 1-tuple for one input; ``None`` for inputs that need none), or the engine
+raises; it may return a gradient in the broadcast shape of the output, and the engine sums it
+back to the input's shape.
 """
 
 from __future__ import annotations
