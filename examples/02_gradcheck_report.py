@@ -9,9 +9,9 @@ Run: python examples/02_gradcheck_report.py
 import numpy as np
 
 import tinygrad_attn as ta
-from tinygrad_attn import engine
 from tinygrad_attn.gradcheck import case_inputs, gradient_pairs
 from tinygrad_attn.ops import REGISTRY
+from tinygrad_attn.tensor import apply
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
         for case in op.cases:
             ta.manual_seed(0)
             inputs = case_inputs(case, rng)
-            pairs = gradient_pairs(lambda *xs, o=op, c=case: engine.apply(o, *xs, **c.params), inputs)
+            pairs = gradient_pairs(lambda *xs, o=op, c=case: apply(o, *xs, **c.params), inputs)
             for _, analytic, numeric in pairs:
                 diff = np.abs(analytic - numeric)
                 op_abs = max(op_abs, float(diff.max(initial=0.0)))

@@ -1,7 +1,8 @@
 """Exercise 1: softmax's backward.
 
 Forward is written for you: y = softmax(x) along the last axis. Write `backward`: given
-grad = dL/dy (same shape as y), return dL/dx. Work on NumPy arrays; `ctx.saved["y"]` holds y.
+grad = dL/dy (same shape as y), return (dL/dx,): backward always returns a tuple with one
+gradient per input, here a 1-tuple. Work on NumPy arrays; `ctx.saved["y"]` holds y.
 Hint: docs/softmax.md, "The Jacobian and its vector product" — never build the n × n Jacobian.
 
 Check: python -m tinygrad_attn check exercises/01_softmax_backward.py
@@ -26,5 +27,5 @@ class Softmax(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """Return dx, the gradient of the loss with respect to x (the shape of x)."""
-        raise NotImplementedError("return dx from y = ctx.saved['y'] and grad = dL/dy")
+        """Return (dx,), the gradient of the loss with respect to x (the shape of x)."""
+        raise NotImplementedError("return (dx,) from y = ctx.saved['y'] and grad = dL/dy")

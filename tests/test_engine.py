@@ -7,6 +7,8 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine
+from tinygrad_attn.ops.base import Op
+from tinygrad_attn.tensor import apply
 
 
 def test_tensor_used_twice_accumulates():
@@ -135,3 +137,41 @@ def test_split_and_swapaxes_and_T(rng):
     assert [p.shape for p in x.split(3, axis=1)] == [(2, 2, 3)] * 3
     assert x.T.shape == (2, 3, 6) and x.swapaxes(0, -1).shape == (3, 6, 2)
     assert ta.gradcheck(lambda t: ta.concat([t.split(3, axis=1)[2], t.T.swapaxes(1, 2)], axis=1), [x])
+
+
+class _Twice(Op):
+    """y = 2x whose backward returns what the test plants (not registered: a test-only op)."""
+
+    name = "twice"
+    returned: object = None
+
+    @staticmethod
+    def forward(ctx, x, unused=None):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _Twice.returned(grad)
+
+
+@pytest.mark.parametrize("returned, inputs, got", [
+    (lambda g: 2 * g, 1, "ndarray"),                    # a bare array, even for one input
+    (lambda g: [2 * g], 1, "list"),
+    (lambda g: (2 * g,), 2, "a tuple of 1"),            # one gradient for two inputs
+])
+def test_backward_must_return_a_tuple_with_one_gradient_per_input(monkeypatch, returned, inputs, got):
+    monkeypatch.setattr(_Twice, "returned", returned)
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    y = apply(_Twice, x, *([ta.Tensor([0.0, 0.0], requires_grad=True)] if inputs == 2 else []))
+    with pytest.raises(TypeError) as info:
+        y.sum().backward()
+    assert str(info.value) == (f"twice.backward returned {got}, expected a tuple of {inputs} gradients "
+                               "(one per input, None where none is needed)")
+    assert x.grad is None
+
+
+def test_a_one_tuple_backward_is_the_contract(monkeypatch):
+    monkeypatch.setattr(_Twice, "returned", lambda g: (2 * g,))
+    x = ta.Tensor([1.0, 2.0], requires_grad=True)
+    apply(_Twice, x).sum().backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0])

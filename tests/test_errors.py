@@ -47,7 +47,7 @@ class _LooksLikeCupy(np.ndarray):
 
 def test_mixed_devices_raise_before_any_work():
     a = ta.Tensor(np.ones(3), requires_grad=True)
-    b = ta.Tensor._from_op(np.ones(3).view(_LooksLikeCupy), "cuda", None, None)
+    b = ta.Tensor._from_op(np.ones(3).view(_LooksLikeCupy), None, None)
     assert b.device == "cuda"
     with pytest.raises(ta.DeviceError, match=r"add: inputs are on different devices \(cpu, cuda\)"):
         a + b

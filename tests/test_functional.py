@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
-from tinygrad_attn import creation, engine
+from tinygrad_attn import creation
 from tinygrad_attn import functional as F
 from tinygrad_attn.ops.dropout import Dropout
+from tinygrad_attn.tensor import apply
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -111,9 +112,9 @@ def test_dropout_rejects_p_outside_unit_interval(p):
 def test_dropout_op_with_a_fixed_mask_gradchecks(rng):
     keep = ta.Tensor(rng.random((4, 5)) > 0.3)
     x = ta.Tensor(rng.standard_normal((4, 5)), requires_grad=True)
-    y = engine.apply(Dropout, x, keep, p=0.3)
+    y = apply(Dropout, x, keep, p=0.3)
     np.testing.assert_allclose(y.data, x.data * keep.data / 0.7)
-    assert ta.gradcheck(lambda t: engine.apply(Dropout, t, keep, p=0.3), [x])
+    assert ta.gradcheck(lambda t: apply(Dropout, t, keep, p=0.3), [x])
 
 
 def test_dropout_mask_lives_on_the_input_device(device):

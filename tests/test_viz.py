@@ -57,7 +57,7 @@ def test_op_nodes_carry_the_step_numbers_of_the_stepper():
         op_id, op = drawn[step]
         assert op == made.op
         out_id = re.search(rf"^\t+{op_id} -> (t\d+)$", source, re.M).group(1)     # the op's output
-        assert re.search(rf'^\t+{out_id} \[label="\{{{re.escape(ta.engine.tensor_label(made))}\|',
+        assert re.search(rf'^\t+{out_id} \[label="\{{{re.escape(ta.labels.tensor_label(made))}\|',
                          source, re.M)
     for name in ("Q", "K", "V", "Kᵀ", "Q Kᵀ", "S", "P", "O", "logits", "loss"):
         assert f'[label="{{{name}|' in source

@@ -1,9 +1,10 @@
 """tinygrad_attn: a from-scratch autodiff engine for learning how attention really works."""
 
 from . import functional, nn, optim, viz
+from .anomaly import detect_anomaly
 from .backend import cuda_available
 from .creation import arange, manual_seed, ones, randn, tensor, zeros
-from .engine import detect_anomaly, no_grad
+from .engine import no_grad
 from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
 from .stepper import backprop_steps

@@ -1,7 +1,12 @@
-"""Maps a device string to an array module: "cpu" is NumPy, "cuda" is CuPy (imported lazily)."""
+"""Maps a device string to an array module: "cpu" is NumPy, "cuda" is CuPy (imported lazily).
+
+CuPy is imported and its GPU probed once, on first use; an array's module is looked up once per
+array type. So an op on the GPU pays no import or driver call, only a dictionary lookup.
+"""
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +26,10 @@ def xp_for(device: str) -> ModuleType:
     raise DeviceError(f"unknown device {device!r}: expected one of {DEVICES}")
 
 
+@functools.cache
 def _cupy() -> ModuleType:
+    """CuPy, once it has imported and seen a GPU (kept after the first success; a failure is
+    not kept, so each later call raises again)."""
     try:
         import cupy
     except ImportError as e:
@@ -36,12 +44,21 @@ def _cupy() -> ModuleType:
 
 def device_of(array: Any) -> str:
     """"cuda" for a CuPy array, "cpu" for anything else."""
-    return "cuda" if type(array).__module__.startswith("cupy") else "cpu"
+    return "cuda" if _is_cupy_type(type(array)) else "cpu"
 
 
 def array_module(array: Any) -> ModuleType:
     """NumPy or CuPy, whichever owns `array`."""
-    return xp_for(device_of(array))
+    return _module_of_type(type(array))
+
+
+@functools.cache
+def _module_of_type(kind: type) -> ModuleType:
+    return _cupy() if _is_cupy_type(kind) else np
+
+
+def _is_cupy_type(kind: type) -> bool:
+    return kind.__module__.startswith("cupy")
 
 
 def to_numpy(array: Any) -> np.ndarray:

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
 from .axes import normalize_axis
 from .backend import to_numpy, xp_for
 from .creation import generator_for
@@ -22,7 +21,7 @@ from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
 from .shapes import attention_shapes, check_broadcasts_to
-from .tensor import Tensor
+from .tensor import Tensor, apply
 
 
 def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
@@ -77,7 +76,7 @@ def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """
     _check_float("softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "softmax")
-    return engine.apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", axis, x.ndim))
+    return apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", axis, x.ndim))
 
 
 def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
@@ -102,7 +101,7 @@ def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """
     _check_float("log_softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "log_softmax")
-    return engine.apply(softmax_ops.LogSoftmax, x, keep, bias,
+    return apply(softmax_ops.LogSoftmax, x, keep, bias,
                         axis=normalize_axis("log_softmax", axis, x.ndim))
 
 
@@ -154,7 +153,7 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         raise ValueError(f"cross_entropy: target {first} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
-    return engine.apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
+    return apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
                         reduction=reduction)
 
 
@@ -184,7 +183,7 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
         if p is not None and p.shape != x.shape[-1:]:
             raise ShapeError(f"layer_norm: {name} of shape {p.shape} does not match the last "
                              f"axis of x {x.shape}")
-    return engine.apply(norm_ops.LayerNorm, x, weight, bias, eps=eps)
+    return apply(norm_ops.LayerNorm, x, weight, bias, eps=eps)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -260,7 +259,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     if not training or p == 0:
         return x
     keep = Tensor(generator_for(x.device).random(x.shape) >= p, device=x.device)
-    return engine.apply(dropout_ops.Dropout, x, keep, p=p)
+    return apply(dropout_ops.Dropout, x, keep, p=p)
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
@@ -272,7 +271,7 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
     if fused and not return_weights:
-        return engine.apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
+        return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
     # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
     # kernel): build attention from registered ops, each its own backward step.
     if is_causal:
@@ -281,7 +280,7 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
                              device=q.device), "mask")
     k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
     scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
-    weights = _named(engine.apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
+    weights = _named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
     out = weights @ v                                                   # (..., Tq, Dv)
     return (out, weights) if return_weights else out
 

@@ -18,9 +18,16 @@ private residuals (softmax probabilities) and array params (getitem's index) are
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .labels import input_label, op_location, tensor_label
+
+if TYPE_CHECKING:
+    from .engine import Node
+    from .tensor import Tensor
 
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
 _SMALL_BYTES = 1024
@@ -35,7 +42,7 @@ def fingerprint(array: Any) -> Any:
     return array.view(unsigned).sum(dtype=unsigned)
 
 
-def watch(saved: dict, inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:
+def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:
     """(input index or None for the output, array, fingerprint) for each saved array that is an
     input's or the output's data, each array once."""
     watched: list[tuple[int | None, Any, Any]] = []
@@ -60,7 +67,23 @@ def _output_fingerprint(producer: Any, array: Any) -> Any:
     return None
 
 
-def changed(watched: tuple, verified: set[int]) -> tuple[int | None, Any] | None:
+def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
+    """Refuse to run `node`'s backward (it made `output`) if an array it saved was edited in
+    place since forward: a RuntimeError naming the op, the tensor and where the op sits."""
+    found = _changed(node.watched, verified)
+    if found is None:
+        return
+    index, array = found
+    which = (f"its output ({tensor_label(output)})" if index is None
+             else input_label(index, node.parents[index]))
+    raise RuntimeError(
+        f"{node.op.name}: {which} of shape {tuple(array.shape)} was changed in place after the "
+        "forward pass saved it for backward, so the gradient would be wrong; change values under "
+        "ta.no_grad() before building the graph, or run the forward pass again after changing them"
+        f"{op_location(node.scope, node.parents, node.site)}")
+
+
+def _changed(watched: tuple, verified: set[int]) -> tuple[int | None, Any] | None:
     """The first watched (index, array) whose content differs from its fingerprint, else None.
 
     `verified` holds the ids of arrays already found unchanged in this backward pass (an array

@@ -17,8 +17,9 @@ import numpy as np
 
 from . import engine
 from .backend import to_numpy
+from .labels import scope_name, tensor_label
 from .stepper_notes import Notes, is_parameter
-from .tensor import Tensor
+from .tensor import Tensor, seed_gradient
 
 WHOLE = 64          # arrays up to this many elements print whole
 # Residual names as a learner reads them (``ctx.saved`` keys of the ops).
@@ -215,7 +216,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
     """
     order = {id(t): i for i, t in enumerate(engine.backward_order(loss))}
     notes = Notes(order)
-    seed = loss._seed_grad(grad, "backprop_steps")
+    seed = seed_gradient(loss, grad, "backprop_steps")
     for index, event in enumerate(engine.backward_steps(loss, seed, trace=True)):
         node = event.tensor.node
         insides = tuple(Inside(symbol, equation, event.trace[symbol])
@@ -223,7 +224,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
         step_notes, parts = notes.explain(index, event, insides, tokens)
         yield Step(
             index=index, op=node.op.name, name=label(event.tensor, order), formula=node.op.formula,
-            module=engine.scope_name(node.scope), output_shape=event.tensor.shape,
+            module=scope_name(node.scope), output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
             parameters=tuple(p.name for p in node.parents if is_parameter(p)),
@@ -235,5 +236,5 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
 def label(t: Tensor, order: dict[int, int]) -> str:
     """A tensor's name for a learner: its own name, else the op that made it and that op's step."""
     if t.name or t.op is None or id(t) not in order:
-        return engine.tensor_label(t)
+        return tensor_label(t)
     return f"output of {t.op} (step {order[id(t)]})"

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import engine
 from .backend import to_numpy
+from .labels import scope_name, tensor_label
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
 
@@ -43,7 +44,7 @@ class Notes:
         parts = tuple(self.parts.pop(id(t), ()))
         notes = []
         if len(parts) > 1:
-            notes.append(f"dL/d({engine.tensor_label(t) if t.name else 'this output'}) is the sum of the "
+            notes.append(f"dL/d({tensor_label(t) if t.name else 'this output'}) is the sum of the "
                          f"{len(parts)} gradients its consumers sent: " + " + ".join(s for s, _ in parts))
         for i, (parent, g) in enumerate(zip(node.parents, event.sent)):
             if parent is not None and g is not None:
@@ -66,7 +67,7 @@ class Notes:
 
 
 def _in(node: Any) -> str:
-    name = engine.scope_name(node.scope)
+    name = scope_name(node.scope)
     return f" in {name}" if name else ""
 
 
@@ -118,7 +119,7 @@ def _unpicked_zero(node: Any) -> list[str]:
     picked[node.ctx.index] = True
     if picked.all():
         return []
-    name = engine.tensor_label(x)
+    name = tensor_label(x)
     rows = np.flatnonzero(~picked.reshape(len(picked), -1).any(axis=1)) if x.ndim > 1 else []
     which = f"rows {rows.tolist()} (ids that do not occur in the input)" if len(rows) and \
         (~picked).sum() == len(rows) * picked[0].size else f"{int((~picked).sum())} elements"
@@ -127,7 +128,7 @@ def _unpicked_zero(node: Any) -> list[str]:
 
 def _key_bias_zero(t: Any, node: Any, event: engine.BackwardEvent) -> list[str]:
     """A key projection's bias gets a zero gradient: softmax ignores a constant shift of a row."""
-    path = engine.scope_name(node.scope) or ""
+    path = scope_name(node.scope) or ""
     if node.op.name != "add" or not (t.name == "K" or path.endswith("k_proj")):
         return []
     arriving = float(np.abs(to_numpy(event.grad)).max())

@@ -1,10 +1,11 @@
 """Tensor: an array on a device, whether it requires grad, and the node of the op that made it.
 
-Every differentiable method calls ``engine.apply`` with one op class; no method computes a
-gradient itself. Dtypes follow PyTorch: a scalar on the other side of an operator (a Python
-number, a NumPy scalar or a 0-d array) never changes a float tensor's dtype (a float32 tensor
-times ``np.float64(2)`` stays float32); an integer tensor meeting a float takes the float's dtype
-(the default float dtype for a Python float); arrays with dims promote as NumPy does.
+Every differentiable method calls ``apply``, the op's entry point defined here, with one op
+class; no method computes a gradient itself. Dtypes follow PyTorch: a scalar on the other side
+of an operator (a Python number, a NumPy scalar or a 0-d array) never changes a float tensor's
+dtype (a float32 tensor times ``np.float64(2)`` stays float32); an integer tensor meeting a
+float takes the float's dtype (the default float dtype for a Python float); arrays with dims
+promote as NumPy does.
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
+from . import anomaly, engine
 from .axes import normalize_axes, normalize_axis
-from .backend import device_of, to_device, to_numpy, xp_for
-from .errors import IndexOutOfRange, ShapeError
+from .backend import array_module, device_of, to_device, to_numpy, xp_for
+from .errors import DeviceError, IndexOutOfRange, ShapeError
 from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
+from .ops.base import Context, Op, quiet_float_errors
 from .shapes import broadcast_shape
 
 _default_dtype = np.dtype(np.float32)
@@ -88,7 +90,8 @@ class Tensor:
         self.op, self.name, self.node = None, None, None
 
     @classmethod
-    def _from_op(cls, data: Any, device: str, op: str, node: engine.Node | None) -> Tensor:
+    def _from_op(cls, data: Any, op: str | None, node: engine.Node | None) -> Tensor:
+        """A tensor around an op's result array, without the constructor's copy and checks."""
         t = cls.__new__(cls)
         t.data, t.grad, t.requires_grad = data, None, node is not None
         t.op, t.name, t.node = op, None, node
@@ -145,24 +148,8 @@ class Tensor:
         `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
         calling backward again accumulates again (zero the grads in between to start afresh).
         """
-        for _ in engine.backward_steps(self, self._seed_grad(grad, "backward")):
+        for _ in engine.backward_steps(self, seed_gradient(self, grad, "backward")):
             pass
-
-    def _seed_grad(self, grad: Any, caller: str) -> Any:
-        """The gradient that starts a backward pass from this tensor, checked."""
-        if not self.requires_grad:
-            raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
-        if grad is None:
-            if self.data.size != 1:
-                raise RuntimeError(f"{caller}: a tensor of shape {self.shape} needs an explicit "
-                                   "grad of the same shape; only a single element defaults to 1")
-            return xp_for(self.device).ones(self.data.shape, dtype=self.dtype)
-        grad = grad.data if isinstance(grad, Tensor) else grad
-        grad = xp_for(self.device).asarray(grad, dtype=self.dtype)
-        if grad.shape != self.data.shape:
-            raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
-                             f"has shape {self.shape}")
-        return grad
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the data (also for a tensor on the GPU)."""
@@ -176,7 +163,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A leaf sharing this data, outside any graph, not requiring grad."""
-        return Tensor._from_op(self.data, self.device, None, None)
+        return Tensor._from_op(self.data, None, None)
 
     def to(self, device: str) -> Tensor:
         """A copy on `device`: a leaf that requires grad if this tensor does."""
@@ -214,7 +201,7 @@ class Tensor:
     def __rtruediv__(self, other): return _binary(E.Div, self._lift(other), self)
     def __pow__(self, other): return _binary(E.Pow, self, self._lift(other))
     def __rpow__(self, other): return _binary(E.Pow, self._lift(other), self)
-    def __neg__(self): return engine.apply(E.Neg, self)
+    def __neg__(self): return apply(E.Neg, self)
 
     def __matmul__(self, other):
         return _matmul(self, self._lift(other))
@@ -222,13 +209,13 @@ class Tensor:
     def __rmatmul__(self, other):
         return _matmul(self._lift(other), self)
 
-    def exp(self) -> Tensor: return engine.apply(E.Exp, self)
-    def log(self) -> Tensor: return engine.apply(E.Log, self)
-    def sqrt(self) -> Tensor: return engine.apply(E.Sqrt, self)
-    def tanh(self) -> Tensor: return engine.apply(E.Tanh, self)
-    def sigmoid(self) -> Tensor: return engine.apply(E.Sigmoid, self)
-    def relu(self) -> Tensor: return engine.apply(E.Relu, self)
-    def gelu(self) -> Tensor: return engine.apply(E.Gelu, self)
+    def exp(self) -> Tensor: return apply(E.Exp, self)
+    def log(self) -> Tensor: return apply(E.Log, self)
+    def sqrt(self) -> Tensor: return apply(E.Sqrt, self)
+    def tanh(self) -> Tensor: return apply(E.Tanh, self)
+    def sigmoid(self) -> Tensor: return apply(E.Sigmoid, self)
+    def relu(self) -> Tensor: return apply(E.Relu, self)
+    def gelu(self) -> Tensor: return apply(E.Gelu, self)
 
     # ----- reductions -----
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
@@ -250,7 +237,7 @@ class Tensor:
         if op is R.Max and any(self.shape[a] == 0 for a in (range(self.ndim) if axes is None else axes)):
             raise ShapeError(f"max: cannot take the maximum over an empty axis (axis {axis} of "
                              f"shape {self.shape})")
-        return engine.apply(op, self, axis=axes, keepdims=keepdims)
+        return apply(op, self, axis=axes, keepdims=keepdims)
 
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
@@ -259,7 +246,7 @@ class Tensor:
         fits = size == known if -1 not in shape else known > 0 and size % known == 0
         if not fits or shape.count(-1) > 1 or any(n < -1 for n in shape):
             raise ShapeError(f"reshape: cannot reshape {self.shape} ({size} elements) to {shape}")
-        return engine.apply(S.Reshape, self, shape=shape)
+        return apply(S.Reshape, self, shape=shape)
 
     def transpose(self, *axes: int) -> Tensor:
         """Permute the axes (reversed when none are given), as numpy.transpose."""
@@ -268,13 +255,13 @@ class Tensor:
             tuple(reversed(range(self.ndim)))
         if len(axes) != self.ndim:
             raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {self.shape}")
-        return engine.apply(S.Transpose, self, axes=axes)
+        return apply(S.Transpose, self, axes=axes)
 
     def swapaxes(self, a: int, b: int) -> Tensor:
         axes = list(range(self.ndim))
         a, b = (normalize_axis("swapaxes", x, self.ndim) for x in (a, b))
         axes[a], axes[b] = axes[b], axes[a]
-        return engine.apply(S.Transpose, self, axes=tuple(axes))
+        return apply(S.Transpose, self, axes=tuple(axes))
 
     def __getitem__(self, index: Any) -> Tensor:
         xp = xp_for(self.device)
@@ -289,7 +276,7 @@ class Tensor:
             raise IndexOutOfRange(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
         except (TypeError, ValueError) as e:
             raise ShapeError(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
-        return engine.apply(S.GetItem, self, index=index)
+        return apply(S.GetItem, self, index=index)
 
     def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
         """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
@@ -306,7 +293,7 @@ class Tensor:
                 raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
                                  f"axis {axis} of shape {self.shape}")
         starts = np.cumsum([0] + sizes).tolist()
-        return [engine.apply(S.Split, self, axis=axis, start=a, stop=b)
+        return [apply(S.Split, self, axis=axis, start=a, stop=b)
                 for a, b in zip(starts[:-1], starts[1:])]
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
@@ -317,7 +304,59 @@ class Tensor:
         except ValueError:
             raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to "
                              f"{self.shape}") from None
-        return engine.apply(S.MaskedFill, self, mask, value=value)
+        return apply(S.MaskedFill, self, mask, value=value)
+
+
+def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
+    """Run `op` on the inputs' arrays and wrap the result, recording a Node if grad is needed.
+
+    Every differentiable operation ends here: the methods above, ``functional``, and a new op.
+    """
+    xp = _array_module(op, inputs)
+    needs_grad = tuple(t is not None and t.requires_grad for t in inputs)
+    ctx = Context(xp, needs_grad, params)
+    with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+        out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
+    node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
+    if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
+        anomaly.check_forward(op, xp, inputs, out, node, engine.current_scope())
+    return Tensor._from_op(out, op.name, node)
+
+
+def _array_module(op: type[Op], inputs: tuple[Tensor | None, ...]) -> Any:
+    """NumPy or CuPy, whichever holds the inputs' arrays; DeviceError if they are on two devices.
+
+    Arrays of one type are on one device, so the common case is a type comparison per input;
+    the module is then looked up once per call (``array_module`` imports and probes CuPy once).
+    """
+    first = None
+    for t in inputs:
+        if t is None:
+            continue
+        if first is None:
+            first = t.data
+        elif type(t.data) is not type(first) and device_of(t.data) != device_of(first):
+            devices = ", ".join(x.device for x in inputs if x is not None)
+            raise DeviceError(f"{op.name}: inputs are on different devices ({devices}); move them with .to()")
+    return array_module(first)
+
+
+def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
+    """The gradient that starts a backward pass from `root` (``backward``, ``backprop_steps``),
+    checked: 1 for a single element when `grad` is None, else `grad` as an array of root's shape."""
+    if not root.requires_grad:
+        raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
+    xp = array_module(root.data)
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
+                               "grad of the same shape; only a single element defaults to 1")
+        return xp.ones(root.data.shape, dtype=root.dtype)
+    grad = xp.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=root.dtype)
+    if grad.shape != root.data.shape:
+        raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
+                         f"has shape {root.shape}")
+    return grad
 
 
 def _as_mask(mask: Any, device: str) -> Tensor:
@@ -354,7 +393,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     except ValueError:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
                          f"(inner dims {inner_a} and {inner_b}, batch dims must broadcast)") from None
-    return engine.apply(M.MatMul, a, b)
+    return apply(M.MatMul, a, b)
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
@@ -364,7 +403,7 @@ def _binary(op, a: Tensor, b: Tensor) -> Tensor:
                 for t in (a, b))
     if a.shape != b.shape:
         _check_broadcast(op.name, a, b)
-    return engine.apply(op, a, b)
+    return apply(op, a, b)
 
 
 def _check_broadcast(op: str, *tensors: Tensor) -> None:
@@ -379,7 +418,7 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     b = b if isinstance(b, Tensor) else a._lift(b)
     cond = _as_mask(cond, device)
     _check_broadcast("where", cond, a, b)
-    return engine.apply(S.Where, cond, a, b)
+    return apply(S.Where, cond, a, b)
 
 
 def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
@@ -392,7 +431,7 @@ def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     for t in tensors:
         if t.ndim != len(first) or t.shape[:axis] + t.shape[axis + 1:] != first[:axis] + first[axis + 1:]:
             raise ShapeError(f"concat: shapes {[x.shape for x in tensors]} differ off axis {axis}")
-    return engine.apply(S.Concat, *tensors, axis=axis)
+    return apply(S.Concat, *tensors, axis=axis)
 
 
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
@@ -403,5 +442,5 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if any(t.shape != tensors[0].shape for t in tensors):
         raise ShapeError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
     axis = normalize_axis("stack", axis, tensors[0].ndim + 1)
-    return engine.apply(S.Stack, *tensors, axis=axis)
+    return apply(S.Stack, *tensors, axis=axis)
 

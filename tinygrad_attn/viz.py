@@ -26,6 +26,7 @@ import numpy as np
 
 from . import engine, viz_png
 from .backend import to_numpy
+from .labels import tensor_label
 from .tensor import Tensor
 
 SMALL = 12          # tensors with at most this many entries show their values, larger ones norms
@@ -196,7 +197,7 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand:
             ids[id(x)] = tid
             continue
         grad = x.grad if x.node is None else x.node.grad
-        fields = [_escape(engine.tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
+        fields = [_escape(tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
         fields += _numbers(x, grad, show_grads, tokens)
         attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
         if x.node is None and x.requires_grad:

@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import engine
 from ..errors import GradcheckError
 from ..gradcheck import case_inputs, gradcheck
 from ..ops.base import Case
-from ..tensor import Tensor
+from ..tensor import Tensor, apply
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def check_backward(exercise: Exercise, op: Any) -> str | None:
             inputs = [Tensor(a, requires_grad=i == position) for i, a in enumerate(arrays)]
             inputs[position].name = input_name.split()[0]
             try:
-                gradcheck(lambda *xs, params=case.params: engine.apply(op, *xs, **params), inputs)
+                gradcheck(lambda *xs, params=case.params: apply(op, *xs, **params), inputs)
             except GradcheckError as error:
                 detail = str(error).removeprefix("gradcheck: ")
                 return (f"{op.__name__}.backward is wrong in case {number} of {len(exercise.cases)} "

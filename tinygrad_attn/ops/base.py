@@ -1,7 +1,8 @@
 """The op contract: an Op class holds forward, hand-derived backward, formula text and test cases.
 
 Forward and backward work on raw backend arrays (NumPy or CuPy) and take the array module from
-``ctx.xp``, so one code path serves both devices. The contract every op keeps:
+``ctx.xp``, so one code path serves both devices. The contract every op keeps (the engine raises
+when ``backward`` breaks the first rule):
 
 - ``backward`` always returns a tuple with one entry per forward input (a 1-tuple for one input);
 - an entry is ``None`` where ``ctx.needs_grad[i]`` is False or the input is not differentiable
