@@ -138,6 +138,7 @@ class DrawnNode:
         cluster: dotted path of the module cluster it is drawn in ("" for the top level).
         attrs: its graphviz attributes (label, shape, style, fillcolor).
         op: an op node's op name (None for other nodes).
+        folded: a fold node's module path (None for other nodes).
         steps: the backward steps it draws: an op's own step, every step inside a folded module.
     """
 
@@ -146,6 +147,7 @@ class DrawnNode:
     cluster: str
     attrs: dict[str, str]
     op: str | None = None
+    folded: str | None = None
     steps: tuple[int, ...] = ()
 
 
@@ -239,7 +241,7 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
             around = next((p for p in ancestors(target)[1:] if p in modules), "")
             nodes[fold] = DrawnNode(fold, "fold", around, {
                 "label": f"{type(modules[target]).__name__}\\n{target or '(root)'}", "shape": "box3d",
-                "style": "filled", "fillcolor": "lavender"}, steps=inside)
+                "style": "filled", "fillcolor": "lavender"}, folded=target, steps=inside)
 
     edges: list[tuple[str, str]] = []
     for index, x in enumerate(tensors):
