@@ -59,15 +59,50 @@ def test_the_page_holds_exactly_the_numbers_of_backprop_steps(name, fused):
             np.testing.assert_array_equal(numbers(rec["grad"]), exact(part))
 
 
-def test_each_step_points_at_its_op_node_in_the_inlined_svg():
-    example = DEMOS["head"]()
+def svg_labels(page: str) -> list[dict[str, str]]:
+    """Per inlined SVG view: node id -> the text drawn in the node."""
+    views = []
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        titles = re.findall(r'<g id="node\d+" class="node">\s*<title>([\w.]+)</title>\s*(.*?)</g>', svg, re.S)
+        views.append({node: " ".join(html.unescape(t) for t in re.findall(r">([^<]+)</text>", body))
+                      for node, body in titles})
+    return views
+
+
+@pytest.mark.parametrize("name", ["head", "model"])
+def test_each_step_points_at_its_op_or_the_folded_module_around_it_in_every_view(name):
+    example = DEMOS[name]()
     page = explore(example.loss, tokens=example.tokens).html
-    svg = page[page.index("<svg"):page.index("</svg>")]
-    titles = re.findall(r'<g id="node\d+" class="node">\s*<title>(\w+)</title>\s*(.*?)</g>', svg, re.S)
-    labels = {node: " ".join(html.unescape(t) for t in re.findall(r">([^<]+)</text>", body))
-              for node, body in titles}
-    for record in page_data(page)["steps"]:
-        assert labels[record["node"]].startswith(f"step {record['index']} · {record['op']}")
+    data = page_data(page)
+    labels = svg_labels(page)
+    assert len(labels) == len(data["views"])
+    for view, drawn in zip(data["views"], labels):
+        assert set(view["folds"]) <= set(drawn)
+        for record, node in zip(data["steps"], view["nodes"]):
+            if node in view["folds"]:
+                module = view["folds"][node]
+                assert (record["module"] + ".").startswith(module + ".") and module not in view["open"]
+                assert drawn[node].endswith(module)
+            else:
+                assert drawn[node].startswith(f"step {record['index']} · {record['op']}")
+
+
+def test_the_model_starts_folded_and_has_a_view_per_module_that_holds_modules():
+    example = DEMOS["model"]()
+    views = page_data(explore(example.loss, tokens=example.tokens).html)["views"]
+    blocks = ["blocks.0", "blocks.0.attn", "blocks.0.mlp", "blocks.1", "blocks.1.attn", "blocks.1.mlp"]
+    assert [v["key"] for v in views] == ["", *blocks]
+    assert views[0]["open"] == [] and sorted(views[0]["folds"].values()) == ["blocks.0", "blocks.1"]
+    by_key = {v["key"]: v for v in views}
+    assert by_key["blocks.1.attn"]["open"] == ["blocks.1", "blocks.1.attn"]
+    assert sorted(by_key["blocks.1.attn"]["folds"].values()) == ["blocks.0", "blocks.1.mlp"]
+    assert sorted(by_key["blocks.1"]["folds"].values()) == ["blocks.0", "blocks.1.attn", "blocks.1.mlp"]
+    attention = 16                                   # blocks.1's attention op: drawn once it is open
+    assert views[0]["nodes"][attention] == "m_blocks.1"
+    assert by_key["blocks.1"]["nodes"][attention] == "m_blocks.1.attn"
+    assert by_key["blocks.1.attn"]["nodes"][attention].startswith("op")
+    head = page_data(explore(DEMOS["head"]().loss).html)["views"]
+    assert [(v["key"], v["folds"]) for v in head] == [("", {})]        # nothing to fold: one view
 
 
 def test_attention_matrices_carry_token_labels_and_masked_scores():

@@ -67,7 +67,8 @@ const current = [...document.querySelectorAll('#graph g.node.current')];
 return {step: panel.dataset.step, op: panel.querySelector('h2 .op').textContent,
         arriving: values('.grad-arriving td.c'), sent: sent,
         current: current.map((g) => g.querySelector('title').textContent),
-        label: current.map((g) => g.querySelector('text').textContent)};
+        label: current.map((g) => [...g.querySelectorAll('text')].map((t) => t.textContent).join(' ')),
+        shown: [...document.querySelectorAll('#graph .view:not([hidden])')].map((v) => v.dataset.view)};
 """
 
 
@@ -80,14 +81,34 @@ def check_panel(browser, step):
     for i, sent in enumerate(step.sent):
         if sent is not None and step.input_shapes[i] is not None:
             assert [float(v) for v in shown["sent"][str(i)]] == flat(sent), f"step {step.index}: input {i}"
-    assert shown["current"] == [node_of(browser, step.index)]
-    assert shown["label"] == [f"step {step.index} · {step.op}"]
+    view = shown_view(browser)
+    assert shown["shown"] == [str(view["index"])]                       # one picture shown
+    assert shown["current"] == [view["nodes"][step.index]]
+    if view["nodes"][step.index] in view["folds"]:                       # the folded module around it
+        module = view["folds"][view["nodes"][step.index]]
+        assert step.module.startswith(module + ".") or step.module == module
+        assert shown["label"][0].endswith(module)
+    else:
+        assert shown["label"][0].startswith(f"step {step.index} · {step.op}")
+
+
+def shown_view(browser):
+    """The page's data for the view (fold state) on screen, with its index."""
+    return browser.execute_script("""
+        const views = JSON.parse(document.getElementById('explorer-data').textContent).views;
+        const index = views.findIndex((v) => v.key === document.getElementById('graph').dataset.view);
+        return {...views[index], index: index};""")
 
 
 def node_of(browser, index):
-    """The id of step `index`'s op node, from the page's own data."""
-    return browser.execute_script("return JSON.parse(document.getElementById('explorer-data')"
-                                  ".textContent).steps[arguments[0]].node", index)
+    """The id of the node drawing step `index` in the view on screen."""
+    return shown_view(browser)["nodes"][index]
+
+
+def click(browser, node_id):
+    node = browser.find_element(By.XPATH, f"//*[local-name()='g'][*[local-name()='title' and "
+                                          f"text()='{node_id}']]")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", node)
 
 
 def press(browser, key, times):
@@ -130,11 +151,8 @@ def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_p
     browser.find_element(By.ID, "next").click()
     check_panel(browser, steps[4])
 
-    target = steps[8]                                     # click its op node in the graph
-    node = browser.find_element(By.XPATH, f"//*[local-name()='g'][*[local-name()='title' and "
-                                          f"text()='{node_of(browser, 8)}']]")
-    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", node)
-    check_panel(browser, target)
+    click(browser, node_of(browser, 8))                  # click its op node in the graph
+    check_panel(browser, steps[8])
     no_network(browser)
 
 
@@ -153,4 +171,57 @@ def test_every_step_of_an_example_matches_python(browser, tmp_path, name, fused)
     print(f"{name}: {len(steps)} steps, step latency in the browser: median "
           f"{sorted(timings)[len(timings) // 2]:.1f} ms, max {max(timings):.1f} ms")
     browser.save_screenshot(str(tmp_path / f"{name}_last.png"))
+    no_network(browser)
+
+
+def drawn_ops(browser):
+    """The op names drawn in the view on screen ("step N · op" labels)."""
+    return browser.execute_script(r"""
+        return [...document.querySelectorAll('#graph .view:not([hidden]) g.node text')]
+            .map((t) => t.textContent).filter((t) => /^step \d+ · /.test(t));""")
+
+
+def test_a_folded_module_opens_on_click_and_folds_back(browser, tmp_path):
+    path, steps = build("model", tmp_path)
+    browser.get(path.resolve().as_uri())
+    assert shown_view(browser)["key"] == ""                                       # blocks folded
+    assert sorted(int(label.split()[1]) for label in drawn_ops(browser)) == [0, 1, 2, 3, 56, 57, 58]
+    press(browser, Keys.ARROW_RIGHT, 16)                  # blocks.1's attention, inside a fold
+    attention = steps[16]
+    assert (attention.op, attention.module) == ("scaled_dot_product_attention", "blocks.1.attn")
+    check_panel(browser, attention)
+    assert node_of(browser, 16) == "m_blocks.1"
+    browser.save_screenshot(str(tmp_path / "model_folded.png"))
+
+    click(browser, "m_blocks.1")                          # open the block: its attention still a box
+    assert shown_view(browser)["open"] == ["blocks.1"]
+    check_panel(browser, attention)
+    assert node_of(browser, 16) == "m_blocks.1.attn" and "step 11 · add" in drawn_ops(browser)
+    click(browser, "m_blocks.1.attn")                     # open the attention: the op itself shows
+    assert shown_view(browser)["open"] == ["blocks.1", "blocks.1.attn"]
+    check_panel(browser, attention)
+    shown = drawn_ops(browser)
+    assert f"step 16 · {attention.op}" in shown and "step 28 · matmul" in shown    # its q_proj
+    assert not any(label.startswith("step 42 ·") for label in shown)             # blocks.0 folded
+    for inside in attention.insides:
+        cells = browser.find_elements(By.CSS_SELECTOR, f'.inside[data-symbol="{inside.symbol}"] td.c')
+        assert cell_values(cells) == flat(inside.array)
+    browser.save_screenshot(str(tmp_path / "model_attention_open.png"))
+
+    press(browser, Keys.ARROW_RIGHT, 2)                   # stepping goes on in the open view
+    check_panel(browser, steps[18])
+    click(browser, node_of(browser, 28))                  # a click on q_proj's matmul jumps there
+    check_panel(browser, steps[28])
+    browser.find_element(By.ID, "fold").click()           # fold the attention back
+    assert shown_view(browser)["open"] == ["blocks.1"]
+    check_panel(browser, steps[28])
+    cluster = browser.find_element(By.XPATH, "//*[local-name()='g'][*[local-name()='title' and "
+                                             "text()='cluster_blocks.1']]//*[local-name()='text']")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", cluster)
+    assert shown_view(browser)["key"] == "" and node_of(browser, 28) == "m_blocks.1"   # the frame's title
+    check_panel(browser, steps[28])
+    timings = browser.execute_script("return window.explorerTimings")
+    assert all(math.isfinite(t) for t in timings)
+    print(f"model: fold/open/step latency in the browser: median "
+          f"{sorted(timings)[len(timings) // 2]:.1f} ms, max {max(timings):.1f} ms")
     no_network(browser)

@@ -36,6 +36,43 @@ def test_dot_source_is_stable_and_has_the_expected_nodes_and_edges():
     assert "grad" not in viz.draw_graph(small_graph(), show_grads=False, legend=False).source
 
 
+def test_ancestors_are_every_enclosing_path_down_to_the_root():
+    assert viz.ancestors("blocks.0.attn") == ["blocks.0.attn", "blocks.0", "blocks", ""]
+    assert viz.ancestors("head") == ["head", ""] and viz.ancestors("") == [""]
+
+
+def test_the_collected_graph_is_what_the_dot_source_draws():
+    example = DEMOS["head"](fused=False)
+    example.loss.backward()
+    graph = viz.collect(example.loss)
+    source = viz.emit(graph, legend=False).source
+    assert source == viz.draw_graph(example.loss, legend=False).source
+    drawn = dict(re.findall(r'^\t+(\w+) \[label="([^"]*)"', source, re.M))
+    assert {node.id: node.attrs["label"] for node in graph.nodes} == drawn
+    assert set(graph.edges) == set(re.findall(r"^\t+(\w+) -> (\w+)$", source, re.M))
+    order = ta.engine.backward_order(example.loss)
+    assert graph.ops == [x.op for x in reversed(order)]                # forward order
+    assert sorted(graph.step_nodes) == list(range(15))
+    for step, node_id in graph.step_nodes.items():
+        assert drawn[node_id].startswith(f"step {step} · {order[step].op}")
+
+
+def test_a_fold_draws_every_step_inside_it():
+    example = DEMOS["model"]()
+    graph = viz.collect(example.loss, collapse=["blocks.1"])
+    inside = [s.index for s in ta.backprop_steps(DEMOS["model"]().loss)
+              if (s.module or "").startswith("blocks.1")]
+    fold = next(node for node in graph.nodes if node.id == "m_blocks.1")
+    assert (fold.kind, fold.cluster, sorted(fold.steps)) == ("fold", "", inside) and len(inside) == 26
+    assert [graph.step_nodes[i] for i in inside] == ["m_blocks.1"] * 26
+    assert "blocks.1.attn" not in graph.clusters and graph.clusters["blocks.0.attn"] == \
+        "blocks.0.attn (MultiHeadAttention)"
+    assert (graph.modules["blocks.1.attn"], graph.modules["blocks.1"]) == \
+        ("MultiHeadAttention", "TransformerBlock")
+    assert graph.enclosing_cluster("blocks.0.attn.q_proj") == "blocks.0.attn"
+    assert graph.enclosing_cluster("blocks.0") == ""
+
+
 def test_large_tensors_show_labelled_norms():
     x = ta.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
     x.name = "w"
@@ -120,20 +157,19 @@ def test_modules_are_nested_clusters_and_parameters_stand_out():
     assert 'subgraph "cluster_blocks.0.attn"' in block and "blocks.1" not in block
     blue = re.findall(r'label="\{([\w.]+)\|[^"]*"[^\n]*fillcolor=lightblue', source)
     assert set(blue) == {name for name, _ in model.named_parameters()}
-    assert len(viz.ops_in(source)) == len(list(ta.backprop_steps(DEMOS["model"]().loss)))
+    assert len(viz.collect(loss).ops) == len(list(ta.backprop_steps(DEMOS["model"]().loss)))
 
 
 def test_collapse_folds_modules_by_class_or_path_each_drawn_once():
     loss = DEMOS["model"]().loss
     loss.backward()
-    full = viz.draw_graph(loss).source
     folded = viz.draw_graph(loss, collapse=nn.MultiHeadAttention).source
     assert "scaled_dot_product_attention" not in folded
     for path in ("blocks.0.attn", "blocks.1.attn"):
         assert folded.count(f'"m_{path}" [label="MultiHeadAttention\\n{path}"') == 1
     # the fold is wired in: something flows in, its output flows out
     assert re.search(r'-> "m_blocks.0.attn"', folded) and re.search(r'"m_blocks.0.attn" ->', folded)
-    assert len(viz.ops_in(folded)) < len(viz.ops_in(full))
+    assert len(viz.collect(loss, collapse=nn.MultiHeadAttention).ops) < len(viz.collect(loss).ops)
     by_path = viz.draw_graph(loss, collapse=["blocks.1"]).source
     assert "TransformerBlock\\nblocks.1" in by_path and "blocks.1.attn" not in by_path
     both = viz.draw_graph(loss, collapse=[nn.TransformerBlock, "blocks.0.attn"]).source

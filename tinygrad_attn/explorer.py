@@ -1,9 +1,12 @@
 """The backprop explorer: one self-contained HTML page with the graph and every backward step.
 
 ``explore(loss)`` runs ``backprop_steps`` once, turns each ``Step`` into plain JSON (every array
-kept whole, each number exactly as the step holds it), draws the graph with ``viz.draw_graph`` as
-SVG, and inlines both into a page together with the viewer (``explorer_assets/explorer.js`` and
-``explorer.css``, plain files read here). The page is data plus a viewer: JavaScript only shows
+kept whole, each number exactly as the step holds it), draws the graph as SVG, and inlines both
+into a page together with the viewer (``explorer_assets/explorer.js`` and ``explorer.css``, plain
+files read here). Modules that hold other modules (a transformer block, its attention, its MLP)
+start folded into one box; the page carries one picture laid out by Graphviz per fold state (all
+folded, and one per such module opened with the modules around it), so a click on a box only
+switches pictures. The page is data plus a viewer: JavaScript only shows
 the numbers, it never computes a gradient. Nothing on the page loads anything from the network.
 """
 
@@ -40,14 +43,15 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None) -> dict[st
     return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols}
 
 
-def step_json(step: Step, node: str | None) -> dict[str, Any]:
-    """What the viewer shows for one step; `node` is the id of its op in the SVG graph."""
+def step_json(step: Step) -> dict[str, Any]:
+    """What the viewer shows for one step (which node draws it depends on the view: see
+    ``graph_views``)."""
     inputs = [{"name": name, "shape": None if shape is None else list(shape),
                "grad": array_json(grad, name, step.tokens)}
               for name, shape, grad in zip(step.input_names, step.input_shapes, step.sent)]
     return {
         "index": step.index, "op": step.op, "name": step.name, "formula": list(step.formula),
-        "module": step.module, "shape": list(step.output_shape), "node": node,
+        "module": step.module, "shape": list(step.output_shape),
         "grad": array_json(step.grad, step.name, step.tokens), "inputs": inputs,
         "parts": [{"source": source, "grad": array_json(part, step.name, step.tokens)}
                   for source, part in step.parts],
@@ -57,10 +61,27 @@ def step_json(step: Step, node: str | None) -> dict[str, Any]:
         "notes": list(step.notes)}
 
 
-def op_nodes(dot_source: str) -> dict[int, str]:
-    """Step number -> id of the op node in a ``draw_graph`` DOT source ("step N · op" labels)."""
-    return {int(step): node for node, step in
-            re.findall(r'^\t+(op\d+) \[label="step (\d+) · ', dot_source, re.M)}
+def foldable_modules(graph: viz.CollectedGraph) -> list[str]:
+    """The modules the explorer folds: every module, but the root, that holds other modules
+    (a transformer block, its attention and MLP); modules of single layers stay open."""
+    return sorted(path for path in graph.modules
+                  if path and any(path in viz.ancestors(inner)[1:] for inner in graph.modules))
+
+
+def graph_views(loss: Tensor, tokens: tuple[str, ...] | None) -> list[dict[str, Any]]:
+    """The pictures of the graph the page switches between, each laid out by Graphviz here: all
+    foldable modules folded (key ""), and for each foldable module the picture with it and the
+    modules around it open (key: its path), the others folded. Each view says which node draws
+    each step (its op, or the folded module around it) and which module each folded box opens."""
+    foldable = foldable_modules(viz.collect(loss, tokens=tokens))
+    views = []
+    for key in ["", *foldable]:
+        opened = [path for path in viz.ancestors(key) if path in foldable][::-1]
+        graph = viz.collect(loss, tokens=tokens, collapse=[p for p in foldable if p not in opened] or None)
+        folds = {node.id: node.folded for node in graph.nodes if node.kind == "fold"}
+        views.append({"key": key, "open": opened, "folds": folds, "stepNodes": graph.step_nodes,
+                      "svg": graph_svg(viz.emit(graph).source)})
+    return views
 
 
 def graph_svg(dot_source: str) -> str:
@@ -106,12 +127,15 @@ def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...
     if not loss.requires_grad:
         raise ValueError(f"explore: the loss {loss.shape} does not require grad: nothing to backpropagate")
     steps = list(backprop_steps(loss, tokens=tokens))
-    source = viz.draw_graph(loss, tokens=tokens).source
-    nodes = op_nodes(source)
+    views = graph_views(loss, tokens)
     data = {"title": title, "tokens": list(tokens) if tokens else None,
-            "steps": [step_json(step, nodes.get(step.index)) for step in steps]}
+            "steps": [step_json(step) for step in steps],
+            "views": [{"key": view["key"], "open": view["open"], "folds": view["folds"],
+                       "nodes": [view["stepNodes"].get(step.index) for step in steps]} for view in views]}
     payload = json.dumps(data, ensure_ascii=False, allow_nan=False).replace("</", "<\\/")
-    parts = {"title": html.escape(title), "css": _asset("explorer.css"), "svg": graph_svg(source),
+    pictures = "\n".join(f'<div class="view" data-view="{index}" hidden>\n{view["svg"]}\n</div>'
+                         for index, view in enumerate(views))
+    parts = {"title": html.escape(title), "css": _asset("explorer.css"), "views": pictures,
              "data": payload, "js": _asset("explorer.js")}
     page = re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset("explorer.html"))
     written = None

@@ -6,10 +6,16 @@ ops are ellipses with the backward step number that ``tinygrad-attn step`` shows
 backward formula; parameters are blue, constants grey and dashed, and a legend says so. Nodes
 made inside a module sit in a cluster per module, nested by dotted path; ``collapse=`` folds
 chosen modules into one node each and ``expand=`` folds all but one. Node ids follow the
-topological order (t0, t1, …), so the DOT source of a graph is the same on every run. Building
-DOT source needs only the graphviz Python package; layout runs the system ``dot`` when it is on
-PATH, else the ``graphviz-pure`` program installed by pip, and PNGs are painted by matplotlib
-(``viz_png``) so that math glyphs such as ⊙ show.
+topological order (t0, t1, …), so the DOT source of a graph is the same on every run.
+
+Drawing runs in three steps: ``collect`` walks the graph into a ``CollectedGraph`` (nodes with
+their labels and module cluster, edges, the steps each node draws), ``emit`` writes it as DOT
+(``draw_graph`` is the two together), and ``layout`` has Graphviz place it. The graph command and
+the explorer read counts and node ids from the collected graph, never from DOT text. Module
+paths are split in one place, ``ancestors``. Building DOT source needs only the graphviz Python
+package; layout runs the system ``dot`` when it is on PATH, else the ``graphviz-pure`` program
+installed by pip, and PNGs are painted by matplotlib (``viz_png``) so that math glyphs such as
+⊙ show.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +73,19 @@ def _escape(text: str) -> str:
     return text
 
 
+def ancestors(path: str) -> list[str]:
+    """`path` and every dotted path enclosing it, innermost first, down to the root "":
+    ``ancestors("blocks.0.attn") == ["blocks.0.attn", "blocks.0", "blocks", ""]``. The one place
+    where module paths are split: parents, clusters, folds and owners are all read from it."""
+    parts = path.split(".") if path else []
+    return [".".join(parts[:n]) for n in range(len(parts), -1, -1)]
+
+
 def _tensor_path(t: Tensor) -> str | None:
     """The module a tensor belongs to: its creator's scope, or the owner of a named parameter."""
     if t.node is not None:
         return getattr(t.node.scope, "path", None)
-    if t.name:
-        return t.name.rsplit(".", 1)[0] if "." in t.name else ""
-    return None
+    return ancestors(t.name)[1] if t.name else None
 
 
 def _collapsed_paths(modules: dict[str, Any], collapse: Any) -> list[str]:
@@ -98,12 +110,7 @@ def _expanded_paths(modules: dict[str, Any], expand: str | None) -> list[str]:
     if expand not in modules:
         raise ValueError(f"draw_graph: expand= takes the dotted path of one module in this graph; "
                          f"got {expand!r}, the graph has modules {sorted(modules)}")
-
-    def related(path: str) -> bool:
-        return any(inner == outer or outer == "" or inner.startswith(outer + ".")
-                   for inner, outer in ((expand, path), (path, expand)))
-
-    return [p for p in modules if not related(p)]
+    return [p for p in modules if p not in ancestors(expand) and expand not in ancestors(p)]
 
 
 LEGEND = (
@@ -122,9 +129,169 @@ LEGEND = (
 )
 
 
+@dataclass(frozen=True)
+class DrawnNode:
+    """One node of the drawing.
+
+    Attributes:
+        id: its DOT id (t3 a tensor, op3 the op that made t3, m_<path> a folded module).
+        kind: "tensor", "op" or "fold".
+        cluster: dotted path of the module cluster it is drawn in ("" for the top level).
+        attrs: its graphviz attributes (label, shape, style, fillcolor).
+        op: an op node's op name (None for other nodes).
+        folded: a fold node's module path (None for other nodes).
+        steps: the backward steps it draws: an op's own step, every step inside a folded module.
+    """
+
+    id: str
+    kind: str
+    cluster: str
+    attrs: dict[str, str]
+    op: str | None = None
+    folded: str | None = None
+    steps: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectedGraph:
+    """What ``draw_graph`` draws, as data: the picture is ``emit``'s DOT text of it, and the graph
+    command and the explorer read their counts and node ids here, never from the DOT text.
+
+    Attributes:
+        nodes: every node, in the order drawn. edges: (from id, to id) pairs, forward direction.
+        clusters: module path -> cluster label, for each module drawn as a cluster.
+        modules: every module the graph ran through: dotted path ("" for the root) -> class name.
+    """
+
+    nodes: tuple[DrawnNode, ...]
+    edges: tuple[tuple[str, str], ...]
+    clusters: dict[str, str]
+    modules: dict[str, str]
+
+    @property
+    def ops(self) -> list[str]:
+        """The op names drawn as op nodes (ops inside folded modules are not)."""
+        return [node.op for node in self.nodes if node.kind == "op"]
+
+    @property
+    def step_nodes(self) -> dict[int, str]:
+        """Backward step number -> id of the node that draws it (its op, or the fold around it)."""
+        return {step: node.id for node in self.nodes for step in node.steps}
+
+    def enclosing_cluster(self, path: str) -> str:
+        """The innermost drawn cluster strictly enclosing module `path` ("" for the top level)."""
+        return next((p for p in ancestors(path)[1:] if p in self.clusters), "")
+
+
+def _tensors(t: Tensor) -> list[Tensor]:
+    """The tensors of `t`'s graph in topological order, each constant just before its first user."""
+    tensors: dict[int, Tensor] = {}
+    for x in (engine.toposort(t) if t.requires_grad else [t]):
+        if x.node is not None:
+            for parent in x.node.parents:
+                if parent is not None and not parent.requires_grad:
+                    tensors.setdefault(id(parent), parent)
+        tensors.setdefault(id(x), x)
+    return list(tensors.values())
+
+
+def _tensor_attrs(x: Tensor, show_grads: bool, tokens: tuple[str, ...] | None) -> dict[str, str]:
+    grad = x.grad if x.node is None else x.node.grad
+    fields = [_escape(tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
+    fields += _numbers(x, grad, show_grads, tokens)
+    attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
+    if x.node is None and x.requires_grad:
+        attrs.update(style="filled", fillcolor="lightblue" if x.name else "white")
+    elif not x.requires_grad:
+        attrs.update(style="filled,dashed", fillcolor="gray92")
+    return attrs
+
+
+def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: str | None = None,
+            tokens: tuple[str, ...] | None = None) -> CollectedGraph:
+    """The nodes, edges and module clusters of the graph that made `t`, with modules folded as
+    `collapse` and `expand` ask (arguments as in ``draw_graph``)."""
+    tensors = _tensors(t)
+    modules = {m.path: m for x in tensors if x.node is not None
+               for m in [x.node.scope] if m is not None and hasattr(m, "path")}
+    folded = set(_collapsed_paths(modules, collapse) + _expanded_paths(modules, expand))
+    steps = {id(x): i for i, x in enumerate(engine.backward_order(t))} if t.requires_grad else {}
+
+    def cluster_of(path: str | None) -> str:
+        """The innermost module around `path` ("blocks" is a list, not a module)."""
+        return next((p for p in ancestors(path) if p in modules), "") if path else ""
+
+    def fold_of(path: str | None) -> str | None:
+        """The outermost folded module containing `path`, if any."""
+        return next((p for p in reversed(ancestors(path)) if p in folded), None) if path is not None else None
+
+    nodes: dict[str, DrawnNode] = {}
+    ids: dict[int, str] = {}
+    for index, x in enumerate(tensors):
+        path, target = _tensor_path(x), fold_of(_tensor_path(x))
+        if target is None:
+            ids[id(x)] = f"t{index}"
+            nodes[ids[id(x)]] = DrawnNode(ids[id(x)], "tensor", cluster_of(path),
+                                          _tensor_attrs(x, show_grads, tokens))
+            continue
+        ids[id(x)] = fold = f"m_{target}"
+        inside = (steps[id(x)],) if id(x) in steps else ()
+        if fold in nodes:
+            nodes[fold] = replace(nodes[fold], steps=nodes[fold].steps + inside)
+        else:
+            around = next((p for p in ancestors(target)[1:] if p in modules), "")
+            nodes[fold] = DrawnNode(fold, "fold", around, {
+                "label": f"{type(modules[target]).__name__}\\n{target or '(root)'}", "shape": "box3d",
+                "style": "filled", "fillcolor": "lavender"}, folded=target, steps=inside)
+
+    edges: list[tuple[str, str]] = []
+    for index, x in enumerate(tensors):
+        if x.node is None:
+            continue
+        op_id = ids[id(x)]
+        if op_id.startswith("t"):
+            op_id = f"op{index}"
+            formula = "\\n".join(textwrap.wrap(x.node.op.formula[0], FORMULA_WIDTH))
+            step = f"step {steps[id(x)]} · " if id(x) in steps else ""
+            nodes[op_id] = DrawnNode(op_id, "op", cluster_of(_tensor_path(x)), {
+                "label": f"{step}{x.op}\\n{formula}", "shape": "ellipse", "style": "filled",
+                "fillcolor": "lightyellow"}, op=x.op, steps=(steps[id(x)],) if id(x) in steps else ())
+            edges.append((op_id, ids[id(x)]))
+        edges += [(ids[id(parent)], op_id) for parent in x.node.parents
+                  if parent is not None and ids[id(parent)] != op_id]
+    clusters = {node.cluster: f"{node.cluster} ({type(modules[node.cluster]).__name__})"
+                for node in nodes.values() if node.cluster}
+    return CollectedGraph(tuple(nodes.values()), tuple(dict.fromkeys(edges)), clusters,
+                          {path: type(module).__name__ for path, module in modules.items()})
+
+
+def emit(graph: CollectedGraph, legend: bool = True):
+    """The graphviz.Digraph of a collected graph: clusters nested by module path, then the legend."""
+    import graphviz
+
+    digraph = graphviz.Digraph("backprop", graph_attr={"rankdir": "TB", "fontname": "Helvetica"},
+                               node_attr={"fontname": "Helvetica", "fontsize": "10"})
+    clusters = {path: graphviz.Digraph(name=f"cluster_{path}", graph_attr={
+        "label": label, "style": "rounded", "color": "gray60"}) for path, label in graph.clusters.items()}
+    for node in graph.nodes:
+        clusters.get(node.cluster, digraph).node(node.id, **node.attrs)
+    for path in sorted(clusters, key=lambda p: -p.count(".")):
+        clusters.get(graph.enclosing_cluster(path), digraph).subgraph(clusters[path])
+    if legend:
+        key = graphviz.Digraph(name="cluster_legend", graph_attr={"label": "legend", "color": "gray60"})
+        for node_id, attrs in LEGEND:
+            key.node(node_id, **attrs)
+        for (upper, _), (lower, _) in zip(LEGEND, LEGEND[1:]):
+            key.edge(upper, lower, style="invis")
+        digraph.subgraph(key)
+    for edge in graph.edges:
+        digraph.edge(*edge)
+    return digraph
+
+
 def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: str | None = None,
                tokens: tuple[str, ...] | None = None, legend: bool = True):
-    """A graphviz.Digraph of the graph that made `t` (not rendered).
+    """A graphviz.Digraph of the graph that made `t` (not rendered): ``emit(collect(...))``.
 
     Args:
         t: the output (often the loss) whose graph to draw.
@@ -145,108 +312,7 @@ def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand:
         >>> "mul" in g.source and "sum" in g.source
         True
     """
-    import graphviz
-
-    ids: dict[int, str] = {}
-    tensors: list[Tensor] = []
-
-    def register(x: Tensor) -> None:
-        if id(x) not in ids:
-            ids[id(x)] = f"t{len(ids)}"
-            tensors.append(x)
-
-    for x in (engine.toposort(t) if t.requires_grad else [t]):
-        if x.node is not None:
-            for parent in x.node.parents:
-                if parent is not None and not parent.requires_grad:
-                    register(parent)
-        register(x)
-
-    modules = {m.path: m for x in tensors if x.node is not None
-               for m in [x.node.scope] if m is not None and hasattr(m, "path")}
-    folded = _collapsed_paths(modules, collapse) + _expanded_paths(modules, expand)
-    steps = {id(x): i for i, x in enumerate(engine.backward_order(t))} if t.requires_grad else {}
-
-    def owner(path: str | None) -> str | None:
-        """The outermost collapsed module containing `path`, if any."""
-        if path is None:
-            return None
-        inside = [p for p in folded if path == p or (p == "" or path.startswith(p + "."))]
-        return min(inside, key=len) if inside else None
-
-    members: dict[str, list[tuple[str, dict[str, str]]]] = {}   # cluster path -> nodes
-
-    def place(path: str | None, node_id: str, attrs: dict[str, str]) -> None:
-        while path and path not in modules:       # "blocks" is a list, not a module
-            path = path.rsplit(".", 1)[0] if "." in path else ""
-        members.setdefault(path or "", []).append((node_id, attrs))
-
-    edges: list[tuple[str, str]] = []
-    drawn_folds: set[str] = set()
-    for x in tensors:
-        tid, path = ids[id(x)], _tensor_path(x)
-        target = owner(path)
-        if target is not None:
-            tid = f"m_{target}"
-            if tid not in drawn_folds:
-                drawn_folds.add(tid)
-                module = modules[target]
-                place(target.rsplit(".", 1)[0] if "." in target else None, tid, {
-                    "label": f"{type(module).__name__}\\n{target or '(root)'}", "shape": "box3d",
-                    "style": "filled", "fillcolor": "lavender"})
-            ids[id(x)] = tid
-            continue
-        grad = x.grad if x.node is None else x.node.grad
-        fields = [_escape(tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
-        fields += _numbers(x, grad, show_grads, tokens)
-        attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
-        if x.node is None and x.requires_grad:
-            attrs.update(style="filled", fillcolor="lightblue" if x.name else "white")
-        elif not x.requires_grad:
-            attrs.update(style="filled,dashed", fillcolor="gray92")
-        place(path, tid, attrs)
-
-    for index, x in enumerate(tensors):
-        if x.node is None:
-            continue
-        out_id = ids[id(x)]
-        op_id = f"op{index}"
-        if out_id.startswith("m_"):
-            op_id = out_id
-        else:
-            formula = "\\n".join(textwrap.wrap(x.node.op.formula[0], FORMULA_WIDTH))
-            step = f"step {steps[id(x)]} · " if id(x) in steps else ""
-            place(_tensor_path(x), op_id, {"label": f"{step}{x.op}\\n{formula}", "shape": "ellipse",
-                                           "style": "filled", "fillcolor": "lightyellow"})
-            edges.append((op_id, out_id))
-        for parent in x.node.parents:
-            if parent is not None and ids[id(parent)] != op_id:
-                edges.append((ids[id(parent)], op_id))
-
-    graph = graphviz.Digraph("backprop", graph_attr={"rankdir": "TB", "fontname": "Helvetica"},
-                             node_attr={"fontname": "Helvetica", "fontsize": "10"})
-    clusters = {path: graphviz.Digraph(name=f"cluster_{path}", graph_attr={
-        "label": f"{path} ({type(modules[path]).__name__})", "style": "rounded", "color": "gray60"})
-        for path in members if path}
-    for path, nodes in members.items():
-        target = clusters.get(path, graph)
-        for node_id, attrs in nodes:
-            target.node(node_id, **attrs)
-    for path in sorted(clusters, key=lambda p: -p.count(".")):
-        parent = path.rsplit(".", 1)[0] if "." in path else ""
-        while parent and parent not in clusters:
-            parent = parent.rsplit(".", 1)[0] if "." in parent else ""
-        clusters.get(parent, graph).subgraph(clusters[path])
-    if legend:
-        key = graphviz.Digraph(name="cluster_legend", graph_attr={"label": "legend", "color": "gray60"})
-        for node_id, attrs in LEGEND:
-            key.node(node_id, **attrs)
-        for (upper, _), (lower, _) in zip(LEGEND, LEGEND[1:]):
-            key.edge(upper, lower, style="invis")
-        graph.subgraph(key)
-    for edge in dict.fromkeys(edges):
-        graph.edge(*edge)
-    return graph
+    return emit(collect(t, show_grads, collapse, expand, tokens), legend)
 
 
 def dot_program() -> str:
@@ -282,11 +348,21 @@ def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
         ValueError: the extension is not .svg or .png, or `path` cannot be written (a file where
             a folder should be, no permission), with the reason.
     """
+    return write_image(draw_graph(t, **kwargs).source, path)
+
+
+def write_image(source: str, path: str | Path) -> Path:
+    """Lay out DOT `source` and write it to `path` as SVG or PNG (by the extension), creating
+    missing parent folders.
+
+    Raises:
+        ValueError: as ``render``.
+    """
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in ("svg", "png"):
         raise ValueError(f"render: path must end in .svg or .png, got {path.name!r}")
-    image = source_to_image(draw_graph(t, **kwargs).source, fmt)
+    image = source_to_image(source, fmt)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(image)
@@ -295,12 +371,6 @@ def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
         reason = f"{str(blocker)!r} is a file, not a folder" if blocker else error.strerror or str(error)
         raise ValueError(f"render: cannot write {str(path)!r}: {reason}") from error
     return path
-
-
-def ops_in(graph_source: str) -> Iterable[str]:
-    """The op names drawn in a DOT source (for tests and summaries)."""
-    return [line.split('label="', 1)[1].split("\\n", 1)[0].split(" · ")[-1]
-            for line in graph_source.splitlines() if "shape=ellipse" in line and "legend_" not in line]
 
 
 from .explorer import explore  # noqa: E402,F401  (viz.explore: the explorer page; it draws with this module)

@@ -1,7 +1,8 @@
 """``tinygrad-attn explore``: write the backprop explorer of an example, one self-contained HTML page.
 
 Open the page in a browser (no network needed): the graph on the left, the current backward
-step on the right; ◀ ▶ or the arrow keys step, a click on an op jumps to its step.
+step on the right; ◀ ▶ or the arrow keys step, a click on an op jumps to its step. Transformer
+blocks, attention and MLPs start folded: a click on a box opens it, "fold ▴" closes it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ when small, else the norm), and each op its step number in ``tinygrad-attn step`
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 
@@ -22,19 +21,17 @@ def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     loss = example.loss
     loss.backward()
-    options = {"collapse": [COLLAPSIBLE.get(name, name) for name in args.collapse] or None,
-               "expand": args.expand, "tokens": example.tokens}
     start = time.perf_counter()
-    try:
-        path = viz.render(loss, args.out, show_grads=not args.no_grads, **options)
-    except ValueError as error:         # a bad --collapse, --expand or --out: say so, no traceback
+    try:                                # a bad --collapse, --expand or --out: say so, no traceback
+        graph = viz.collect(loss, show_grads=not args.no_grads, tokens=example.tokens, expand=args.expand,
+                            collapse=[COLLAPSIBLE.get(name, name) for name in args.collapse] or None)
+        path = viz.write_image(viz.emit(graph).source, args.out)
+    except ValueError as error:
         print(f"tinygrad-attn graph: {error}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - start
-    source = viz.draw_graph(loss, legend=False, **options).source
-    nodes = len(re.findall(r"^\t+(\w+|\"[^\"]+\") \[label=", source, re.M))
-    print(f"wrote {path}: {nodes} nodes ({len(viz.ops_in(source))} ops), "
-          f"{source.count(' -> ')} edges, rendered in {seconds:.2f} s")
+    print(f"wrote {path}: {len(graph.nodes)} nodes ({len(graph.ops)} ops), "
+          f"{len(graph.edges)} edges, rendered in {seconds:.2f} s")
     return 0
 
 

@@ -1,34 +1,55 @@
 // The backprop explorer's viewer. It only shows what Python's backprop_steps produced (the JSON in
 // #explorer-data): no gradient is computed here. One step at a time: the panel shows the op, its
 // formula, the gradient arriving, what the op computed inside (attention's S, P, dP, dS, dQ, dK,
-// dV), the gradient sent to each input and the notes; the graph highlights the op and its edges.
+// dV), the gradient sent to each input and the notes; the graph highlights the op and its edges,
+// or the folded module (lavender box) the op sits in. A click on a box shows the picture with that
+// module open (pictures laid out in Python, one per fold state); "fold" or a click on an open
+// module's frame folds it again.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const steps = data.steps;
   const panel = document.getElementById("panel");
-  const svg = document.querySelector("#graph svg");
   const DENSE = 64;       // matrices with more cells are drawn as colours only (numbers on hover)
   window.explorerTimings = [];     // ms from a key press or click to the panel laid out
 
-  // --- the graph: nodes and edges by their DOT id -------------------------------------------
-  const nodes = {};
-  svg.querySelectorAll("g.node").forEach((g) => { nodes[g.querySelector("title").textContent] = g; });
-  const edgesInto = {}, edgesOutOf = {};
-  svg.querySelectorAll("g.edge").forEach((g) => {
-    const [from, to] = g.querySelector("title").textContent.split("->");
-    (edgesInto[to] = edgesInto[to] || []).push(g);
-    (edgesOutOf[from] = edgesOutOf[from] || []).push(g);
-  });
-  const stepOfNode = {};
-  steps.forEach((s) => { if (s.node) stepOfNode[s.node] = s.index; });
-  steps.forEach((s) => {      // a click on an op's output tensor goes to that op's step too
-    (edgesOutOf[s.node] || []).forEach((e) => {
-      const out = e.querySelector("title").textContent.split("->")[1];
-      if (!(out in stepOfNode)) stepOfNode[out] = s.index;
+  // --- the graph: one pre-laid-out picture per fold state (data.views), nodes and edges by DOT id --
+  // A view's `nodes[i]` is the node drawing step i: its op, or the folded module (a lavender box)
+  // around it; `folds` maps each box to the module it opens; `open` lists the modules shown open.
+  const views = data.views.map((v, k) => {
+    const element = document.querySelector(`#graph .view[data-view="${k}"]`);
+    const drawn = {}, edgesInto = {}, edgesOutOf = {}, clusters = {};
+    element.querySelectorAll("g.node").forEach((g) => { drawn[g.querySelector("title").textContent] = g; });
+    element.querySelectorAll("g.edge").forEach((g) => {
+      const [from, to] = g.querySelector("title").textContent.split("->");
+      (edgesInto[to] = edgesInto[to] || []).push(g);
+      (edgesOutOf[from] = edgesOutOf[from] || []).push(g);
     });
+    element.querySelectorAll("g.cluster").forEach((g) => {
+      const path = g.querySelector("title").textContent.replace(/^cluster_/, "");
+      clusters[path] = g;
+      if (v.open.includes(path)) g.classList.add("foldable");
+    });
+    const stepOfNode = {}, lastStep = {};
+    v.nodes.forEach((id, i) => {
+      if (id === null) return;
+      if (!(id in stepOfNode)) stepOfNode[id] = i;
+      lastStep[id] = Math.max(i, id in lastStep ? lastStep[id] : -1);
+    });
+    steps.forEach((s, i) => {     // a click on an op's output tensor goes to that op's step too
+      if (v.nodes[i] in v.folds) return;
+      (edgesOutOf[v.nodes[i]] || []).forEach((e) => {
+        const out = e.querySelector("title").textContent.split("->")[1];
+        if (!(out in stepOfNode)) stepOfNode[out] = i;
+      });
+    });
+    Object.keys(stepOfNode).forEach((id) => { if (drawn[id]) drawn[id].classList.add("steppable"); });
+    Object.keys(v.folds).forEach((id) => { if (drawn[id]) drawn[id].classList.add("fold"); });
+    return { ...v, element, drawn, edgesInto, edgesOutOf, clusters, stepOfNode, lastStep };
   });
-  Object.keys(stepOfNode).forEach((id) => { if (nodes[id]) nodes[id].classList.add("steppable"); });
+  const viewOfKey = {};
+  views.forEach((v, k) => { viewOfKey[v.key] = k; });
+  let view = views[0];
 
   // --- numbers ------------------------------------------------------------------------------
   function num(v) {            // as the terminal stepper prints them (stepper.format_number)
@@ -146,50 +167,90 @@
     return h;
   }
 
-  // --- stepping -----------------------------------------------------------------------------
+  // --- stepping and folding ------------------------------------------------------------------
   let current = -1;
   const lit = [];
-  function go(index) {
-    index = Math.max(0, Math.min(steps.length - 1, index));
+  // Mark the current step's node in the shown view: its op (with the edges its gradient arrives
+  // on, orange, and leaves by, blue) or the folded module around it; earlier steps are visited.
+  function highlight() {
     lit.forEach(([el, cls]) => el.classList.remove(cls));
     lit.length = 0;
     const light = (el, cls) => { if (el) { el.classList.add(cls); lit.push([el, cls]); } };
-    steps.forEach((s) => { if (nodes[s.node]) nodes[s.node].classList.toggle("visited", s.index < index); });
-    const s = steps[index];
-    const node = nodes[s.node];
-    light(node, "current");
-    (edgesOutOf[s.node] || []).forEach((e) => {
-      light(e, "arrive");
-      light(nodes[e.querySelector("title").textContent.split("->")[1]], "current-out");
+    Object.entries(view.lastStep).forEach(([id, last]) => {
+      if (view.drawn[id] && last < current) light(view.drawn[id], "visited");
     });
-    (edgesInto[s.node] || []).forEach((e) => light(e, "send"));
-    panel.innerHTML = render(s);
-    panel.dataset.step = String(index);
+    const id = view.nodes[current];
+    const node = view.drawn[id];
+    light(node, "current");
+    if (!(id in view.folds)) {
+      (view.edgesOutOf[id] || []).forEach((e) => {
+        light(e, "arrive");
+        light(view.drawn[e.querySelector("title").textContent.split("->")[1]], "current-out");
+      });
+      (view.edgesInto[id] || []).forEach((e) => light(e, "send"));
+    }
+    return node;
+  }
+  function go(index) {
+    current = Math.max(0, Math.min(steps.length - 1, index));
+    panel.innerHTML = render(steps[current]);
+    panel.dataset.step = String(current);
     panel.scrollTop = 0;
-    current = index;
-    document.getElementById("counter").textContent = `step ${index} / ${steps.length - 1}`;
-    document.getElementById("prev").disabled = index === 0;
-    document.getElementById("next").disabled = index === steps.length - 1;
+    document.getElementById("counter").textContent = `step ${current} / ${steps.length - 1}`;
+    document.getElementById("prev").disabled = current === 0;
+    document.getElementById("next").disabled = current === steps.length - 1;
+    const node = highlight();
     if (node) node.scrollIntoView({ block: "center", inline: "center" });
   }
-  function timed(index) {
+  function timed(action) {
     const start = performance.now();
-    go(index);
+    action();
     void panel.offsetHeight;          // force layout so that the time includes it
     window.explorerTimings.push(performance.now() - start);
   }
+  // Show the view whose innermost open module is `key` ("" = every module folded); the step stays.
+  function show(key) {
+    view.element.hidden = true;
+    view = views[viewOfKey[key]];
+    view.element.hidden = false;
+    document.getElementById("graph").dataset.view = key;
+    document.getElementById("opened").innerHTML = view.open.length
+      ? "open: " + view.open.map((p) => `<b>${esc(p)}</b>`).join(" › ")
+      : "modules folded: click a lavender box to open one";
+    document.getElementById("fold").disabled = !view.open.length;
+    const node = highlight();
+    const cluster = view.clusters[key];
+    const inside = steps[current].module && (steps[current].module + ".").startsWith(key + ".");
+    const target = inside || !cluster ? node : cluster;
+    if (target) target.scrollIntoView({ block: "center", inline: "center" });
+  }
+  // Fold module `path` back into its box: show the view of the nearest open module around it.
+  function fold(path) {
+    const around = view.open.filter((p) => p !== path && path.startsWith(p + "."));
+    show(around.length ? around[around.length - 1] : "");
+  }
 
-  document.getElementById("prev").addEventListener("click", () => timed(current - 1));
-  document.getElementById("next").addEventListener("click", () => timed(current + 1));
+  document.getElementById("prev").addEventListener("click", () => timed(() => go(current - 1)));
+  document.getElementById("next").addEventListener("click", () => timed(() => go(current + 1)));
+  document.getElementById("fold").addEventListener("click", () => fold(view.open[view.open.length - 1]));
   document.addEventListener("keydown", (event) => {
-    if (event.key === "ArrowRight") { timed(current + 1); event.preventDefault(); }
-    if (event.key === "ArrowLeft") { timed(current - 1); event.preventDefault(); }
+    if (event.key === "ArrowRight") { timed(() => go(current + 1)); event.preventDefault(); }
+    if (event.key === "ArrowLeft") { timed(() => go(current - 1)); event.preventDefault(); }
   });
-  svg.addEventListener("click", (event) => {
-    const g = event.target.closest("g.node");
+  document.getElementById("graph").addEventListener("click", (event) => {
+    const g = event.target.closest("g.node, g.cluster");
     if (!g) return;
     const id = g.querySelector("title").textContent;
-    if (id in stepOfNode) timed(stepOfNode[id]);
+    if (g.classList.contains("cluster")) {
+      const path = id.replace(/^cluster_/, "");
+      if (view.open.includes(path)) timed(() => fold(path));
+    } else if (id in view.folds) {
+      timed(() => show(view.folds[id]));
+    } else if (id in view.stepOfNode) {
+      timed(() => go(view.stepOfNode[id]));
+    }
   });
+  if (views.length === 1) document.getElementById("folding").hidden = true;
   go(0);
+  show("");
 })();
