@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import anomaly, inplace
 from .errors import ShapeError
 from .ops.base import Context, Op, quiet_float_errors
+from .scopes import current_scope
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 class _State:
     grad_enabled = True
-    scopes: list[Any] = []      # the modules running now, outermost first
 
 
 class Node:
@@ -65,26 +65,6 @@ def no_grad() -> Iterator[None]:
 
 def is_grad_enabled() -> bool:
     return _State.grad_enabled
-
-
-@contextmanager
-def module_scope(module: Any) -> Iterator[None]:
-    """Nodes recorded inside the block remember `module` (whose ``path`` is its dotted name)."""
-    _State.scopes.append(module)
-    try:
-        yield
-    finally:
-        _State.scopes.pop()
-
-
-def current_scopes() -> tuple[Any, ...]:
-    """The modules running now, outermost first."""
-    return tuple(_State.scopes)
-
-
-def current_scope() -> Any:
-    """The innermost module running now, or None."""
-    return _State.scopes[-1] if _State.scopes else None
 
 
 def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:

@@ -25,6 +25,7 @@ from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
 from .ops.base import Context, Op, quiet_float_errors
+from .scopes import current_scope
 from .shapes import broadcast_shape
 
 _default_dtype = np.dtype(np.float32)
@@ -319,7 +320,7 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
         out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
     node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
-        anomaly.check_forward(op, xp, inputs, out, node, engine.current_scope())
+        anomaly.check_forward(op, xp, inputs, out, node, current_scope())
     return Tensor._from_op(out, op.name, node)
 
 

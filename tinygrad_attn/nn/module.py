@@ -2,7 +2,7 @@
 
 A module finds its parameters and sub-modules by walking ``vars(self)`` in insertion order
 (Parameters, Modules, and lists, tuples or dicts of them), so there is no attribute magic.
-Calling a module runs ``forward`` inside ``engine.module_scope(self)``, so every graph node made
+Calling a module runs ``forward`` inside ``scopes.module_scope(self)``, so every graph node made
 inside records the innermost module running. The first call of a module that no tree has named
 yet, made while no other module runs, names its tree once: every module gets ``path`` (its dotted
 name from that root, "" for the root, which messages show as its class name) and every parameter
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import engine
+from .. import scopes
 from ..backend import to_device, xp_for
 from ..errors import ShapeError
 from ..tensor import Tensor
@@ -105,9 +105,9 @@ class Module:
         ``__call__`` runs ``forward`` in it; methods that call sub-modules without ``forward``
         (``TinyTransformer.generate``) use it so that nodes record the model's scopes.
         """
-        if not self.is_named and not engine.current_scopes():
+        if not self.is_named and not scopes.current_scopes():
             self.name_tree()
-        with engine.module_scope(self):
+        with scopes.module_scope(self):
             yield
 
     def name_tree(self) -> None:
