@@ -176,3 +176,21 @@ def test_the_train_command_runs_and_resumes_on_cuda(strict_cuda, tmp_path, capsy
     assert cli.main(["train", "copy", "--device", "cuda", "--stop-after", "2", "--out", run] + common) == 0
     assert cli.main(["train", "copy", "--resume", run]) == 0
     assert "after 3 steps" in capsys.readouterr().out
+
+
+def test_an_op_that_calls_numpy_fails_on_the_stand_in(strict_cuda):
+    from tinygrad_attn import engine
+    from tinygrad_attn.ops.elementwise import Exp
+
+    class NumpyExp(Exp):
+        name = "numpy_exp"
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save(y=np.exp(x))          # the bug: numpy, not ctx.xp
+            return ctx.saved["y"]
+
+    x = ta.Tensor(np.zeros(3), device="cuda", requires_grad=True)
+    with pytest.raises(TypeError, match="numpy.exp called on a device array"):
+        engine.apply(NumpyExp, x)
+    assert engine.apply(NumpyExp, ta.Tensor(np.zeros(3))).numpy().tolist() == [1.0, 1.0, 1.0]
