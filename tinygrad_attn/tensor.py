@@ -71,7 +71,7 @@ class Tensor:
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "op", "name", "node", "__weakref__")
+    __slots__ = ("data", "_grad", "requires_grad", "op", "name", "node", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -94,7 +94,7 @@ class Tensor:
     def _from_op(cls, data: Any, op: str | None, node: engine.Node | None) -> Tensor:
         """A tensor around an op's result array, without the constructor's copy and checks."""
         t = cls.__new__(cls)
-        t.data, t.grad, t.requires_grad = data, None, node is not None
+        t.data, t._grad, t.requires_grad = data, None, node is not None
         t.op, t.name, t.node = op, None, node
         return t
 
@@ -114,6 +114,18 @@ class Tensor:
     @property
     def device(self) -> str:
         return device_of(self.data)
+
+    @property
+    def grad(self) -> Any:
+        """The accumulated gradient (an array on this tensor's device), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is not None and device_of(value) != self.device:
+            raise DeviceError(f"grad: a {device_of(value)} array cannot be the gradient of a tensor on "
+                              f"{self.device}; move it with backend.to_device first")
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:
@@ -265,14 +277,26 @@ class Tensor:
         return apply(S.Transpose, self, axes=tuple(axes))
 
     def __getitem__(self, index: Any) -> Tensor:
+        """Basic slicing, integer-array and boolean-array indexing, as NumPy, on either device.
+
+        Index arrays may be NumPy or CuPy arrays, lists or Tensors; a GPU index for a CPU tensor
+        raises DeviceError. A boolean array selects its True positions (x[mask] is 1-D over them);
+        the result's shape depends on the mask's values, so on the GPU it costs one read of the
+        count back to the host, as CuPy's own boolean indexing does. The gradient scatter-adds
+        back to the selected positions (repeated integer indices accumulate) on both devices.
+        """
         xp = xp_for(self.device)
         index = index if isinstance(index, tuple) else (index,)
+        for i in index:
+            if self.device == "cpu" and (i.device if isinstance(i, Tensor) else device_of(i)) == "cuda":
+                raise DeviceError(f"getitem: the index is on cuda but the tensor is on {self.device}; "
+                                  "move the index with .to() or backend.to_device")
         index = tuple(xp.asarray(i.data if isinstance(i, Tensor) else i)
                       if isinstance(i, (Tensor, list, np.ndarray)) or device_of(i) == "cuda"
                       else i for i in index)
         try:
-            np.broadcast_to(np.empty((), bool), self.shape)[tuple(to_numpy(i) if hasattr(i, "dtype") else i
-                                                   for i in index)]
+            for probe in _index_probes(xp, index):
+                np.broadcast_to(np.empty((), bool), self.shape)[probe]
         except IndexError as e:
             raise IndexOutOfRange(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
         except (TypeError, ValueError) as e:
@@ -353,11 +377,36 @@ def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
             raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
                                "grad of the same shape; only a single element defaults to 1")
         return xp.ones(root.data.shape, dtype=root.dtype)
-    grad = xp.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=root.dtype)
+    grad = grad.data if isinstance(grad, Tensor) else grad
+    if device_of(grad) != root.device and device_of(grad) != "cpu":
+        raise DeviceError(f"{caller}: grad is on {device_of(grad)} but the tensor is on "
+                          f"{root.device}; move it with .to({root.device!r})")
+    grad = xp.asarray(grad, dtype=root.dtype)
     if grad.shape != root.data.shape:
         raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
                          f"has shape {root.shape}")
     return grad
+
+
+def _index_probes(xp: Any, index: tuple) -> tuple[tuple, tuple]:
+    """Host stand-ins of `index` that NumPy checks against the shape (on a zero-byte array).
+
+    A GPU integer array is not copied to the host: it is replaced by its minimum, then by its
+    maximum, broadcast to its shape (one read of two numbers). The indices that fit an axis of
+    length n form the interval [−n, n − 1], so if both extremes fit, every value does. A boolean
+    array is copied, since its count of True values decides the result's shape.
+    """
+    low, high = [], []
+    for i in index:
+        if device_of(i) == "cuda" and i.dtype.kind in "iu" and i.size:
+            lowest, highest = to_numpy(xp.stack([i.min(), i.max()]))
+            low.append(np.broadcast_to(lowest, i.shape))
+            high.append(np.broadcast_to(highest, i.shape))
+        else:
+            host = to_numpy(i) if hasattr(i, "dtype") else i
+            low.append(host)
+            high.append(host)
+    return tuple(low), tuple(high)
 
 
 def _as_mask(mask: Any, device: str) -> Tensor:

@@ -58,8 +58,11 @@ class Embedding(Module):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"Embedding: ids must be integers, got dtype {ids.dtype}")
         n = self.weight.shape[0]
-        if ids.data.size and (int(ids.data.min()) < 0 or int(ids.data.max()) >= n):
-            bad = int(ids.data.min()) if int(ids.data.min()) < 0 else int(ids.data.max())
+        # One pass over the ids on their device and one boolean read back; the ids are copied
+        # to the host only to name the culprit. (CuPy would wrap an out-of-range id silently.)
+        if ids.data.size and bool(((ids.data < 0) | (ids.data >= n)).any()):
+            values = ids.numpy()
+            bad = values[(values < 0) | (values >= n)].flat[0]
             raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
         return self.weight[ids]
 

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .. import scopes
-from ..backend import to_device, xp_for
-from ..errors import ShapeError
+from ..backend import device_of, to_device, xp_for
+from ..errors import DeviceError, ShapeError
 from ..tensor import Tensor
 
 
@@ -195,10 +195,17 @@ class Module:
         arrays = {}
         for name, array in state.items():
             if name in params:
-                if tuple(np.shape(array)) != params[name].shape:
-                    raise ShapeError(f"load_state_dict: {name} has shape {tuple(np.shape(array))} "
+                device = params[name].device
+                if device_of(array) not in ("cpu", device):
+                    raise DeviceError(f"load_state_dict: {name} is a {device_of(array)} array but the "
+                                      f"model is on {device}; give NumPy arrays (state_dict() does) "
+                                      f"or move the model with .to({device_of(array)!r})")
+                shape = tuple(array.shape) if hasattr(array, "shape") else tuple(np.shape(array))
+                if shape != params[name].shape:
+                    raise ShapeError(f"load_state_dict: {name} has shape {shape} "
                                      f"in the state dict but {params[name].shape} in the model")
-                arrays[name] = np.array(array, dtype=params[name].dtype)
+                xp = xp_for(device_of(array))   # a copy on the array's own device
+                arrays[name] = xp.array(array, dtype=params[name].dtype)
         for name, array in arrays.items():
             params[name].data = to_device(array, params[name].device)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import to_device, to_numpy, xp_for
 from ..engine import no_grad
 from ..tensor import Tensor
 from .attention import LayerCache, MultiHeadAttention
@@ -121,7 +122,7 @@ class TinyTransformer(Module):
         if start + ids.shape[1] > self.max_len:
             raise ValueError(f"TinyTransformer: sequence of length {start + ids.shape[1]} is longer "
                              f"than max_len {self.max_len}")
-        positions = np.arange(start, start + ids.shape[1])
+        positions = xp_for(self.head.weight.device).arange(start, start + ids.shape[1])
         x = self.tok_emb(ids) + self.pos_emb(positions)                 # (B, T, D)
         x.name = "X"
         for i, block in enumerate(self.blocks):
@@ -147,13 +148,15 @@ class TinyTransformer(Module):
             max_new_tokens: how many tokens to append (≥ 0).
 
         Returns:
-            An integer Tensor of the same rank as `ids`: (batch, seq + max_new_tokens).
+            An integer Tensor of the same rank as `ids`: (batch, seq + max_new_tokens), on the
+            model's device.
 
         Raises:
             ValueError: if seq + max_new_tokens > max_len (there is no position embedding for
                 more); decoding never stops early.
         """
-        prompt = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        ids = ids.data if isinstance(ids, Tensor) else ids
+        prompt = to_numpy(ids) if hasattr(ids, "dtype") else np.asarray(ids)   # checked on the host
         if prompt.size == 0:
             raise ValueError(f"generate: the prompt is empty (ids of shape {prompt.shape}); give at least "
                              f"one token id to continue from")
@@ -166,20 +169,21 @@ class TinyTransformer(Module):
         if prompt.shape[1] + max_new_tokens > self.max_len:
             raise ValueError(f"generate: {prompt.shape[1]} prompt tokens + {max_new_tokens} new "
                              f"ones exceed max_len {self.max_len}")
+        device = self.head.weight.device
         modes = [(module, module.training) for _, module in self.named_modules()]
         self.eval()
-        tokens = [prompt]
+        tokens = [to_device(prompt, device)]                            # stay on the model's device
         try:
             with no_grad(), self.scope():
                 caches = [LayerCache() for _ in self.blocks]
                 logits = self._logits(prompt, 0, caches)                # (B, T, V)
                 for step in range(max_new_tokens):
-                    token = logits.numpy()[:, -1].argmax(axis=-1)[:, None]  # (B, 1)
+                    token = logits.data[:, -1].argmax(axis=-1)[:, None]     # (B, 1)
                     tokens.append(token)
                     if step + 1 < max_new_tokens:
                         logits = self._logits(token, prompt.shape[1] + step, caches)  # (B, 1, V)
         finally:
             for module, mode in modes:
                 module.training = mode
-        out = np.concatenate(tokens, axis=1)                            # (B, T + new)
-        return Tensor(out[0] if single else out)
+        out = xp_for(device).concatenate(tokens, axis=1)                # (B, T + new)
+        return Tensor(out[0] if single else out, device=device)
