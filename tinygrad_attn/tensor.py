@@ -324,11 +324,7 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         """`value` where `mask` is True, this tensor elsewhere (mask broadcasts, never differentiated)."""
         mask = _as_mask(mask, self.device)
-        try:
-            np.broadcast_shapes(mask.shape, self.shape)
-        except ValueError:
-            raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to "
-                             f"{self.shape}") from None
+        broadcast_shape("masked_fill", tuple(mask.shape), self.shape, names=("mask", "x"), what="shapes of")
         return apply(S.MaskedFill, self, mask, value=value)
 
 
@@ -436,13 +432,10 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got {a.shape} @ {b.shape}")
     inner_a, inner_b = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
-    try:
-        if inner_a != inner_b:
-            raise ValueError
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
+    if inner_a != inner_b:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
-                         f"(inner dims {inner_a} and {inner_b}, batch dims must broadcast)") from None
+                         f"(inner dims {inner_a} and {inner_b} differ)")
+    broadcast_shape("matmul", a.shape[:-2], b.shape[:-2], names=("a", "b"), what="batch dims of")
     return apply(M.MatMul, a, b)
 
 
