@@ -15,7 +15,8 @@ import tinygrad_attn as ta
     (lambda a, b: a.transpose(0, 0), r"transpose: axes \(0, 0\)"),
     (lambda a, b: a[5], r"getitem: index .* does not fit shape \(3, 4\)"),
     (lambda a, b: a.split(5), r"split: axis 0 of shape \(3, 4\)"),
-    (lambda a, b: a.masked_fill(np.ones(5, bool), 0.0), r"masked_fill: shapes of mask \(5,\) and x \(3, 4\) do not broadcast"),
+    (lambda a, b: a.masked_fill(np.ones(5, bool), 0.0),
+     r"masked_fill: shapes of mask \(5,\) and x \(3, 4\) do not broadcast"),
     (lambda a, b: ta.concat([a, b]), r"concat: shapes"),
     (lambda a, b: ta.stack([a, b]), r"stack: all shapes must be equal"),
     (lambda a, b: ta.where(np.ones(5, bool), a, a),
@@ -55,7 +56,9 @@ def test_mixed_devices_raise_before_any_work():
 
 
 def test_matmul_and_masked_fill_word_broadcast_errors_as_every_op_does():
-    with pytest.raises(ta.ShapeError, match=r"^matmul: batch dims of a \(2,\) and b \(3,\) do not broadcast$"):
+    with pytest.raises(ta.ShapeError,
+                       match=r"^matmul: batch dims of a \(2,\) and b \(3,\) do not broadcast$"):
         ta.randn(2, 3, 4) @ ta.randn(3, 4, 5)
-    with pytest.raises(ta.ShapeError, match=r"^masked_fill: shapes of mask \(4,\) and x \(2, 3\) do not broadcast$"):
+    with pytest.raises(ta.ShapeError,
+                       match=r"^masked_fill: shapes of mask \(4,\) and x \(2, 3\) do not broadcast$"):
         ta.randn(2, 3).masked_fill(np.ones(4, dtype=bool), 0.0)
