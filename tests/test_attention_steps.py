@@ -150,7 +150,7 @@ def test_arrays_print_whole_with_token_labels_and_large_ones_as_a_summary():
     example = DEMOS["head"]()
     text = "\n".join(map(str, ta.backprop_steps(example.loss, tokens=example.tokens)))
     assert re.search(r"^ +the +1\.0000 +0 +0$", text, re.M)      # P's first row, labelled
-    assert "inside: dS = P ⊙ (dP − rowsum(dP ⊙ P))   [gradient dL/dS]" in text
+    assert "inside: dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)   [gradient dL/dS]" in text
     assert "…" not in text                                        # every array here is whole
     chain = list(ta.backprop_steps((ta.randn(10, 10, requires_grad=True).exp() * 2).sum()))
     assert "100 numbers, shape (10, 10): ‖·‖ =" in str(chain[1])

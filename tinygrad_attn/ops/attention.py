@@ -23,7 +23,8 @@ class ScaledDotProductAttention(Op):
     """O = P V with P = softmax(S, mask), S = scale · Q Kᵀ; holds the whole (Tq, Tk) matrix P."""
 
     name = "scaled_dot_product_attention"
-    formula = ("dQ = scale · dS K,  dS = P ⊙ (dP − rowsum(dP ⊙ P)),  dP = dO Vᵀ",
+    formula = ("dQ = scale · dS K,  dS = P ⊙ (dP − D),  dP = dO Vᵀ,  "
+               "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)",
                "dK = scale · dSᵀ Q", "dV = Pᵀ dO", "mask: not differentiable",
                "float mask: not differentiable")
     # Plain; causal; n_q < n_k with a fully masked row; broadcast batch axes with padding, a float
@@ -38,7 +39,7 @@ class ScaledDotProductAttention(Op):
     insides = (("S", "S = scale · Q Kᵀ (+ float mask; −inf where masked)"),
                ("P", "P = softmax(S) row by row"),
                ("dP", "dP = dO Vᵀ"),
-               ("dS", "dS = P ⊙ (dP − rowsum(dP ⊙ P))"),
+               ("dS", "dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)"),
                ("dQ", "dQ = scale · dS K"),
                ("dK", "dK = scale · dSᵀ Q"),
                ("dV", "dV = Pᵀ dO"))
@@ -48,16 +49,19 @@ class ScaledDotProductAttention(Op):
         xp = ctx.xp
         if is_causal:
             keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2])))
-        scores = (q @ xp.swapaxes(k, -1, -2)) * scale                    # (..., Tq, Tk)
-        probs, _, _ = masked_softmax(xp, scores, keep, bias, -1)        # (..., Tq, Tk)
-        ctx.save(q=q, k=k, v=v, probs=probs, keep=keep, bias=bias)    # masks: a traced backward redraws S
-        return probs @ v                                                # (..., Tq, Dv)
+        scores = (q * scale) @ xp.swapaxes(k, -1, -2)                     # (..., Tq, Tk)
+        probs, _, _ = masked_softmax(xp, scores, keep, bias, -1, scratch=True)  # in place of S
+        out = probs @ v                                                 # (..., Tq, Dv)
+        ctx.save(q=q, k=k, v=v, probs=probs, out=out, keep=keep, bias=bias)  # masks: to redraw S
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        """dV = Pᵀ dO; dP = dO Vᵀ; softmax's backward row by row gives dS = P ⊙ (dP − rowsum(dP ⊙ P));
-        S = scale · Q Kᵀ gives dQ = scale · dS K and dK = scale · dSᵀ Q. dP and dS are only
-        computed when dQ or dK is asked for; dQ needs no Q and dK no K.
+        """dV = Pᵀ dO; dP = dO Vᵀ; softmax's backward row by row gives dS = P ⊙ (dP − D) with
+        D = rowsum(dP ⊙ P), which equals rowsum(dO ⊙ O) since O = P V (a (Tq, Dv) product instead
+        of a (Tq, Tk) one); S = scale · Q Kᵀ gives dQ = scale · dS K and dK = scale · dSᵀ Q.
+        dP and dS are only computed when dQ or dK is asked for, in one array, in place; dQ needs
+        no Q and dK no K.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
         xp = ctx.xp
@@ -68,15 +72,18 @@ class ScaledDotProductAttention(Op):
         if need_v:
             grad_v = shown["dV"] = xp.swapaxes(probs, -1, -2) @ grad                  # (..., Tk, Dv)
         if need_q or need_k:
-            grad_p = shown["dP"] = grad @ xp.swapaxes(ctx.saved["v"], -1, -2)       # (..., Tq, Tk)
-            grad_s = shown["dS"] = probs * (grad_p - (grad_p * probs).sum(axis=-1, keepdims=True))
+            grad_p = grad @ xp.swapaxes(ctx.saved["v"], -1, -2)                     # (..., Tq, Tk)
+            if ctx.trace is not None:
+                shown["dP"] = grad_p.copy()
+            grad_p -= (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True)           # dP − D
+            grad_s = shown["dS"] = xp.multiply(grad_p, probs, out=grad_p)             # (..., Tq, Tk)
             if need_q:
                 grad_q = shown["dQ"] = (grad_s @ ctx.saved["k"]) * ctx.scale           # (..., Tq, Dk)
             if need_k:
                 grad_k = shown["dK"] = (xp.swapaxes(grad_s, -1, -2) @ ctx.saved["q"]) * ctx.scale
         if ctx.trace is not None:       # the stepper is watching: show the insides computed
             q, k = ctx.saved["q"], ctx.saved["k"]
-            shown["S"] = masked_logits(xp, (q @ xp.swapaxes(k, -1, -2)) * ctx.scale, ctx.saved["keep"],
+            shown["S"] = masked_logits(xp, (q * ctx.scale) @ xp.swapaxes(k, -1, -2), ctx.saved["keep"],
                                        ctx.saved["bias"])
             ctx.trace.update(shown)
         return grad_q, grad_k, grad_v, None, None

@@ -11,15 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 
-def masked_logits(xp: Any, x: Any, keep: Any, bias: Any) -> Any:
-    """z = x + bias, with −inf where keep is False (either may be None)."""
-    z = x if bias is None else x + bias
-    if keep is not None:
-        z = xp.where(keep, z, xp.asarray(-xp.inf, dtype=z.dtype))
+def masked_logits(xp: Any, x: Any, keep: Any, bias: Any, scratch: bool = False) -> Any:
+    """z = x + bias, with −inf where keep is False (either may be None).
+
+    With `scratch` the caller owns `x` and lets it be overwritten: attention's score matrix is
+    masked in place instead of copied, which saves one (…, Tq, Tk) array.
+    """
+    z = x + bias if bias is not None else x if scratch else None
+    if keep is None:
+        return x if z is None else z
+    if z is None:
+        return xp.where(keep, x, xp.asarray(-xp.inf, dtype=x.dtype))
+    xp.copyto(z, xp.asarray(-xp.inf, dtype=z.dtype), where=~keep)
     return z
 
 
-def masked_softmax(xp: Any, x: Any, keep: Any, bias: Any, axis: int) -> tuple[Any, Any, Any]:
+def masked_softmax(xp: Any, x: Any, keep: Any, bias: Any, axis: int,
+                   scratch: bool = False) -> tuple[Any, Any, Any]:
     """Softmax of the masked logits along `axis`: (probs, row max m, row sum s of exp(z − m)).
 
     m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
@@ -29,18 +37,21 @@ def masked_softmax(xp: Any, x: Any, keep: Any, bias: Any, axis: int) -> tuple[An
     with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
     part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
     A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
-    gives an empty result (m = s = 0).
+    gives an empty result (m = s = 0). With `scratch`, `x` may be overwritten (see masked_logits).
+    Apart from z, every (…, Tq, Tk) step runs in place on one fresh array.
     """
-    z = masked_logits(xp, x, keep, bias)
+    z = masked_logits(xp, x, keep, bias, scratch)
     if z.shape[axis] == 0:
         # max() of nothing is undefined; the sum of nothing is 0, shaped as m and s must be.
         stat = z.sum(axis=axis, keepdims=True)
         return xp.exp(z), stat, stat
     m = z.max(axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
-    e = xp.exp(z - m)
+    e = xp.subtract(z, m, out=z if z is not x or scratch else None)
+    xp.exp(e, out=e)
     s = e.sum(axis=axis, keepdims=True)
-    return e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s), m, s
+    e /= xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s)
+    return e, m, s
 
 
 def causal_keep(xp: Any, rows: slice, cols: slice) -> Any:
