@@ -1,0 +1,38 @@
+"""The benchmark suite runs end to end in quick mode without PyTorch and prints a row per workload.
+
+Timings are not asserted (speed is measured by the suite, not by tests); the BLAS floor's list of
+products is checked against the model's shapes.
+"""
+
+import re
+
+from benchmarks.__main__ import main
+from benchmarks.workloads import blas_floor_products
+
+
+def test_quick_suite_prints_a_row_per_workload(capsys):
+    assert main(["--quick", "--no-torch", "--idle", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "PyTorch: not used (--no-torch, or not importable): tinygrad_attn side only" in out
+    assert re.search(r"NumPy [\d.]+, BLAS .*OpenBLAS threads in use: \S+", out)
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    expected = [r"train step \(TinyTransformer, Adam\) +\| [\d.]+ ms +\| - ",
+                r"BLAS floor \(numpy.matmul, the step's GEMMs\) +\| [\d.]+ ms",
+                r"attention fwd\+bwd n=64: plain vs - +\| [\d.]+ ms",
+                r"attention fwd\+bwd n=64: flash vs - +\| [\d.]+ ms",
+                r"op overhead: 20 elementwise ops on \(8, 8\) \+ backward +\| [\d.]+ ms",
+                r"peak memory n=256, 1 head: plain vs - +\| [\d.]+ MiB",
+                r"peak memory n=256, 1 head: flash vs - +\| [\d.]+ MiB",
+                r"peak memory n=256: flash / plain \(ours\) .*\| [\d.]+× ",
+                r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20"]
+    assert len(rows) == len(expected), out
+    for row, pattern in zip(rows, expected):
+        assert re.match(r"\| " + pattern, row), (pattern, row)
+
+
+def test_blas_floor_has_three_products_per_linear_and_six_per_attention():
+    products = blas_floor_products()
+    linears = 2 * 6 + 1                                 # 2 layers × (q, k, v, out, fc1, fc2) + head
+    assert len(products) == 3 * linears + 6 * 2
+    assert products[0] == ((2048, 64), (64, 64))        # X W_Q: 64 · 32 rows
+    assert products[-1] == ((256, 32, 32), (256, 32, 16))   # dK = dSᵀ Q over 64 · 4 heads
