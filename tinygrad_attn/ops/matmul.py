@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from . import register
 from .base import Case, Op
 
@@ -13,11 +15,13 @@ class MatMul(Op):
     name = "matmul"
     formula = ("dA = dC @ Bᵀ", "dB = Aᵀ @ dC")
     cases = (Case((3, 4), (4, 5)), Case((2, 1, 3, 4), (5, 4, 2)), Case((4,), (4, 3)),
-             Case((2, 3, 4), (4,)), Case((4,), (4,)))
+             Case((2, 3, 4), (4,)), Case((4,), (4,)), Case((2, 3, 4), (4, 5)))
 
     @staticmethod
     def forward(ctx, a, b):
         ctx.save(a=a, b=b)
+        if a.ndim > 2 and b.ndim == 2:      # (..., n, k) @ (k, m): one GEMM over all the rows
+            return (_rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
         return a @ b
 
     @staticmethod
@@ -30,6 +34,8 @@ class MatMul(Op):
         """
         xp = ctx.xp
         a, b = ctx.saved["a"], ctx.saved["b"]
+        if a.ndim > 2 and b.ndim == 2:      # a linear layer: the batch sum of dB is one GEMM
+            return _shared_matrix_backward(ctx, a, b, grad)
         a2 = a[None, :] if a.ndim == 1 else a                    # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b                    # (..., k, m)
         batch = grad.shape[:grad.ndim - 2 + (a.ndim == 1) + (b.ndim == 1)]
@@ -44,3 +50,18 @@ class MatMul(Op):
             if b.ndim == 1:
                 grad_b = grad_b[..., 0]
         return grad_a, grad_b
+
+
+def _shared_matrix_backward(ctx, a, b, grad):
+    """(..., n, k) @ (k, m) as rows: with A₂ (r, k) and G₂ (r, m) the operands' rows stacked,
+    dA = G·Bᵀ and dB = A₂ᵀ·G₂, which is Σ over the batch of Aᵢᵀ·Gᵢ in one GEMM (no batched
+    product left for the engine to sum)."""
+    grad2 = _rows(grad)                     # (r, m)
+    grad_a = (grad2 @ b.T).reshape(a.shape) if ctx.needs_grad[0] else None
+    grad_b = _rows(a).T @ grad2 if ctx.needs_grad[1] else None
+    return grad_a, grad_b
+
+
+def _rows(x):
+    """x (..., k) as a matrix (r, k) of its rows (an explicit r, so that k = 0 works too)."""
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
