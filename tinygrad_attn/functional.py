@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .axes import normalize_axis
-from .backend import to_numpy, xp_for
+from .backend import xp_for
 from .creation import generator_for
 from .errors import ShapeError
 from .ops import attention as attention_ops
@@ -20,7 +20,7 @@ from .ops import loss as loss_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
-from .shapes import attention_shapes, check_broadcasts_to
+from .shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .tensor import Tensor, apply
 
 
@@ -144,13 +144,9 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         raise ShapeError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{logits.shape[:-1]}, got {targets.shape}")
     classes = logits.shape[-1]
-    values = targets.data                   # on the device: checked there, one scalar comes back
-    bad = (values < 0) | (values >= classes)
-    if ignore_index is not None:
-        bad &= values != ignore_index
-    if bool(bad.any()):
-        first = targets.numpy()[to_numpy(bad)].flat[0]       # host copies only to word the error
-        raise ValueError(f"cross_entropy: target {first} is out of range for "
+    bad = first_out_of_range(targets.data, classes, ignore_index)     # checked on the device
+    if bad is not None:
+        raise ValueError(f"cross_entropy: target {bad} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
     return apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,

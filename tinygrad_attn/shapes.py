@@ -1,13 +1,15 @@
-"""Shape rules shared by Tensor methods, ``F`` and the ops: broadcasting, and attention's
-``(..., T, d)`` unpacking. Each raises ShapeError worded one way: the op, then the shapes."""
+"""Shape rules shared by Tensor methods, ``F``, the layers and the ops: broadcasting, attention's
+``(..., T, d)`` unpacking, and ids that must index an axis. Each ShapeError is worded one way:
+the op, then the shapes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from .backend import to_numpy
 from .errors import ShapeError
 
 Shape = tuple[int, ...]
@@ -38,6 +40,20 @@ def check_broadcasts_to(op: str, what: str, shape: Shape, target: Shape) -> None
         fits = False
     if not fits:
         raise ShapeError(f"{op}: {what} of shape {tuple(shape)} does not broadcast to {tuple(target)}")
+
+
+def first_out_of_range(ids: Any, n: int, ignore: int | None = None) -> Any:
+    """The first id in `ids` (integers on either device) outside [0, n), `ignore` excepted, or None.
+
+    One pass over the ids on their own device and one boolean read back; the ids come to the
+    host only when one is out of range, to name it.
+    """
+    bad = (ids < 0) | (ids >= n)
+    if ignore is not None:
+        bad &= ids != ignore
+    if not bool(bad.any()):
+        return None
+    return to_numpy(ids)[to_numpy(bad)].flat[0]
 
 
 class AttentionShapes(NamedTuple):

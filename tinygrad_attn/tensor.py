@@ -384,25 +384,30 @@ def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
     return grad
 
 
-def _index_probes(xp: Any, index: tuple) -> tuple[tuple, tuple]:
-    """Host stand-ins of `index` that NumPy checks against the shape (on a zero-byte array).
+def _index_probes(xp: Any, index: tuple) -> tuple[tuple, ...]:
+    """Host stand-ins of `index` that NumPy checks against the shape (on a zero-byte array): the
+    index itself on the CPU (one probe, nothing copied).
 
     A GPU integer array is not copied to the host: it is replaced by its minimum, then by its
-    maximum, broadcast to its shape (one read of two numbers). The indices that fit an axis of
-    length n form the interval [−n, n − 1], so if both extremes fit, every value does. A boolean
-    array is copied, since its count of True values decides the result's shape.
+    maximum, broadcast to its shape (two probes, one read of two numbers). The indices that fit
+    an axis of length n form the interval [−n, n − 1], so if both extremes fit, every value does.
+    A GPU boolean array is copied, since its count of True values decides the result's shape.
     """
     low, high = [], []
     for i in index:
-        if device_of(i) == "cuda" and i.dtype.kind in "iu" and i.size:
+        if _is_device_int_array(i):
             lowest, highest = to_numpy(xp.stack([i.min(), i.max()]))
             low.append(np.broadcast_to(lowest, i.shape))
             high.append(np.broadcast_to(highest, i.shape))
         else:
-            host = to_numpy(i) if hasattr(i, "dtype") else i
+            host = to_numpy(i) if device_of(i) == "cuda" else i
             low.append(host)
             high.append(host)
-    return tuple(low), tuple(high)
+    return (tuple(low), tuple(high)) if any(map(_is_device_int_array, index)) else (tuple(low),)
+
+
+def _is_device_int_array(i: Any) -> bool:
+    return device_of(i) == "cuda" and i.dtype.kind in "iu" and i.size > 0
 
 
 def _as_mask(mask: Any, device: str) -> Tensor:

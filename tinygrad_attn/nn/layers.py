@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import functional as F
 from ..creation import generator
+from ..shapes import first_out_of_range
 from ..tensor import Tensor, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 
@@ -58,11 +59,8 @@ class Embedding(Module):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"Embedding: ids must be integers, got dtype {ids.dtype}")
         n = self.weight.shape[0]
-        # One pass over the ids on their device and one boolean read back; the ids are copied
-        # to the host only to name the culprit. (CuPy would wrap an out-of-range id silently.)
-        if ids.data.size and bool(((ids.data < 0) | (ids.data >= n)).any()):
-            values = ids.numpy()
-            bad = values[(values < 0) | (values >= n)].flat[0]
+        bad = first_out_of_range(ids.data, n)   # checked here: CuPy would wrap a bad id silently
+        if bad is not None:
             raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
         return self.weight[ids]
 
