@@ -26,6 +26,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="browser test skipp
                                 "(pip install -e '.[dev]')")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,15 @@ def build(name, tmp_path, fused=True):
     path = explore(example.loss, tmp_path / f"{name}.html", tokens=example.tokens).path
     again = DEMOS[name](fused=fused)
     return path, list(backprop_steps(again.loss, tokens=again.tokens))
+
+
+def open_page(browser, path):
+    """Load the page and wait until its script has shown the first step. A large file:// page can
+    still be parsing when ``get`` returns (seen about 1 load in 15 on the model page)."""
+    browser.get(path.resolve().as_uri())
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+        "return document.readyState === 'complete' && document.getElementById('panel') !== null"
+        " && document.getElementById('panel').dataset.step !== undefined"))
 
 
 def cell_values(elements):
@@ -125,7 +135,7 @@ def no_network(browser):
 
 def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_path):
     path, steps = build("head", tmp_path)
-    browser.get(path.resolve().as_uri())
+    open_page(browser, path)
     check_panel(browser, steps[0])
     press(browser, Keys.ARROW_RIGHT, 3)                  # step 3: the fused attention
     attention = steps[3]
@@ -159,7 +169,7 @@ def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_p
 @pytest.mark.parametrize("name, fused", [("mlp", True), ("head", False), ("model", True)])
 def test_every_step_of_an_example_matches_python(browser, tmp_path, name, fused):
     path, steps = build(name, tmp_path, fused)
-    browser.get(path.resolve().as_uri())
+    open_page(browser, path)
     check_panel(browser, steps[0])
     for step in steps[1:]:
         press(browser, Keys.ARROW_RIGHT, 1)
@@ -183,7 +193,7 @@ def drawn_ops(browser):
 
 def test_a_folded_module_opens_on_click_and_folds_back(browser, tmp_path):
     path, steps = build("model", tmp_path)
-    browser.get(path.resolve().as_uri())
+    open_page(browser, path)
     assert shown_view(browser)["key"] == ""                                       # blocks folded
     assert sorted(int(label.split()[1]) for label in drawn_ops(browser)) == [0, 1, 2, 3, 56, 57, 58]
     press(browser, Keys.ARROW_RIGHT, 16)                  # blocks.1's attention, inside a fold
