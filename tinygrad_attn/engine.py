@@ -121,29 +121,54 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
     of its consumers have run. With `trace` (the stepper, the explorer) each op's backward also
     records its insides (``Op.insides``) in the event; ``backward()`` never asks for them.
     """
-    grads: dict[int, Any] = {id(root): grad}
-    shared = {id(grad)}     # arrays someone else holds: the seed, each node's kept gradient
-    verified: set[int] = set()  # saved arrays found unchanged in this pass
-    for t in reversed(toposort(root)):
-        g = grads.pop(id(t), None)
+    backward_pass = _Pass(root, grad)
+    for t in backward_pass.order:
+        with quiet_float_errors():      # inf/NaN without RuntimeWarnings, also while summing
+            sent = backward_pass.visit(t, trace)
+        if sent is not None:
+            yield BackwardEvent(t, t.node.grad, sent, t.node.ctx.trace)
+
+
+def run_backward(root: Tensor, grad: Any) -> None:
+    """The same pass as ``backward_steps`` drained at once (``Tensor.backward``): the nodes are
+    visited by the same ``_Pass.visit``, with the float-error state set once for the whole pass."""
+    backward_pass = _Pass(root, grad)
+    with quiet_float_errors():
+        for t in backward_pass.order:
+            backward_pass.visit(t, False)
+
+
+class _Pass:
+    """One backward pass: the tensors in the order it visits them and the gradients in flight."""
+
+    def __init__(self, root: Tensor, grad: Any):
+        self.order = list(reversed(toposort(root)))
+        self.grads: dict[int, Any] = {id(root): grad}
+        self.shared = {id(grad)}    # arrays someone else holds: the seed, each node's kept gradient
+        self.verified: set[int] = set()     # saved arrays found unchanged in this pass
+
+    def visit(self, t: Tensor, trace: bool) -> tuple[Any, ...] | None:
+        """Run `t`'s node backward and pass its results on to the parents, returning what it sent;
+        for a leaf, accumulate into ``.grad`` and return None (also when no gradient reached `t`)."""
+        g = self.grads.pop(id(t), None)
         if g is None:
-            continue
+            return None
         node = t.node
         if node is None:
-            with quiet_float_errors():
-                t.grad = _owned(g, shared) if t.grad is None else t.grad + g
-            continue
-        inplace.check_unchanged(node, t, verified)
+            t.grad = _owned(g, self.shared) if t.grad is None else t.grad + g
+            return None
+        if node.watched:
+            inplace.check_unchanged(node, t, self.verified)
         node.grad = g
-        shared.add(id(g))
+        self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        with quiet_float_errors():      # inf/NaN without RuntimeWarnings, also while summing
-            sent = _run_backward(node, g)
-            for parent, s in zip(node.parents, sent):
-                if s is not None:
-                    key = id(parent)
-                    grads[key] = s if key not in grads else grads[key] + s
-        yield BackwardEvent(t, g, sent, node.ctx.trace)
+        sent = _run_backward(node, g)
+        grads = self.grads
+        for parent, s in zip(node.parents, sent):
+            if s is not None:
+                key = id(parent)
+                grads[key] = s if key not in grads else grads[key] + s
+        return sent
 
 
 def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
@@ -153,19 +178,22 @@ def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
     1-tuple for one input), so a bare array or a wrong count is the op's bug, named here.
     """
     sent = node.op.backward(node.ctx, grad)
-    if not isinstance(sent, tuple) or len(sent) != len(node.parents):
+    parents = node.parents
+    if type(sent) is not tuple or len(sent) != len(parents):
         got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
         raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
-                        f"{len(node.parents)} gradients (one per input, None where none is needed)")
-    return tuple(_reduce_to_parent(node, i, p, s) for i, (p, s) in enumerate(zip(node.parents, sent)))
+                        f"{len(parents)} gradients (one per input, None where none is needed)")
+    return tuple([None if s is None or p is None or not p.requires_grad else _reduce_to_parent(node, i, p, s)
+                  for i, (p, s) in enumerate(zip(parents, sent))])
 
 
-def _reduce_to_parent(node: Node, index: int, parent: Tensor | None, grad: Any) -> Any:
-    if parent is None or not parent.requires_grad or grad is None:
-        return None
-    grad = unbroadcast(grad, parent.shape, node.op.name)
-    if grad.dtype != parent.dtype:
-        grad = grad.astype(parent.dtype)
+def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:
+    """`grad` summed to `parent`'s shape and cast to its dtype (checked under detect_anomaly)."""
+    data = parent.data
+    if grad.shape != data.shape:
+        grad = unbroadcast(grad, data.shape, node.op.name)
+    if grad.dtype != data.dtype:
+        grad = grad.astype(data.dtype)
     if anomaly.active:
         anomaly.check_gradient(node, index, parent, grad)
     return grad

@@ -46,24 +46,37 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
     """(input index or None for the output, array, fingerprint) for each saved array that is an
     input's or the output's data, each array once."""
     watched: list[tuple[int | None, Any, Any]] = []
+    arrays: list[Any] = []          # the arrays watched so far
     for array in saved.values():
-        owners = [i for i, t in enumerate(inputs) if t is not None and t.data is array]
-        if array is not out and not owners:
-            continue                        # a private residual, or None
-        index = None if array is out else owners[0]
-        if all(array is not seen for _, seen, _ in watched):
-            producer = None if index is None else inputs[index].node
-            then = _output_fingerprint(producer, array)
-            watched.append((index, array, fingerprint(array) if then is None else then))
+        if array is out:
+            index, then = None, None
+        else:
+            index = _owner(array, inputs)
+            if index is None:
+                continue                    # a private residual, or None
+            then = _output_fingerprint(inputs[index].node, array)
+        if arrays and any([array is seen for seen in arrays]):
+            continue
+        arrays.append(array)
+        watched.append((index, array, fingerprint(array) if then is None else then))
     return tuple(watched)
+
+
+def _owner(array: Any, inputs: tuple) -> int | None:
+    """The index of the first input whose data is `array`, else None."""
+    for index, t in enumerate(inputs):
+        if t is not None and t.data is array:
+            return index
+    return None
 
 
 def _output_fingerprint(producer: Any, array: Any) -> Any:
     """The fingerprint the op that made `array` already took of it, if it saved it (tanh's output
     read again by the next mul): an edit in between is caught at that op's node either way."""
-    for index, seen, then in () if producer is None else producer.watched:
-        if index is None and seen is array:
-            return then
+    if producer is not None:
+        for index, seen, then in producer.watched:
+            if index is None and seen is array:
+                return then
     return None
 
 

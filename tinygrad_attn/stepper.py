@@ -28,7 +28,7 @@ RESIDUALS = {"a": "A", "b": "B", "c": "C (the output)", "x": "x (the input)", "y
              "lse": "L (row log-sum-exp)", "keep": "the keep mask", "bias": "the float mask",
              "x_hat": "x̂ (the normalised input)", "rstd": "1/σ per row", "weight": "γ (the weight)",
              "is_max": "where x equals the max", "centered": "x − mean", "mask": "the fill mask",
-             "cond": "the condition", "alive": "which positions take part", "t": "tanh(u)",
+             "cond": "the condition", "alive": "which positions take part", "s": "σ(2u) = ½(1 + tanh u)",
              "safe": "the targets", "counted": "which targets count"}
 # Tensors whose last two axes are (query, key): their columns are tokens too.
 ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS")

@@ -161,8 +161,7 @@ class Tensor:
         `grad` may be omitted for a single-element tensor (it is then 1). The graph is kept, so
         calling backward again accumulates again (zero the grads in between to start afresh).
         """
-        for _ in engine.backward_steps(self, seed_gradient(self, grad, "backward")):
-            pass
+        engine.run_backward(self, seed_gradient(self, grad, "backward"))
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the data (also for a tensor on the GPU)."""
@@ -334,11 +333,11 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     Every differentiable operation ends here: the methods above, ``functional``, and a new op.
     """
     xp = _array_module(op, inputs)
-    needs_grad = tuple(t is not None and t.requires_grad for t in inputs)
+    needs_grad = tuple([t is not None and t.requires_grad for t in inputs])
     ctx = Context(xp, needs_grad, params)
     with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
         out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
-    node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
+    node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope())
     return Tensor._from_op(out, op.name, node)
@@ -359,7 +358,7 @@ def _array_module(op: type[Op], inputs: tuple[Tensor | None, ...]) -> Any:
         elif type(t.data) is not type(first) and device_of(t.data) != device_of(first):
             devices = ", ".join(x.device for x in inputs if x is not None)
             raise DeviceError(f"{op.name}: inputs are on different devices ({devices}); move them with .to()")
-    return array_module(first)
+    return np if type(first) is np.ndarray else array_module(first)
 
 
 def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
@@ -445,11 +444,11 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
-    if _is_float(a.dtype) != _is_float(b.dtype):   # int meets float: the float's dtype (PyTorch)
+    if (a.data.dtype.kind == "f") != (b.data.dtype.kind == "f"):   # int meets float: the float's dtype (PyTorch)
         float_dtype = a.dtype if _is_float(a.dtype) else b.dtype
         a, b = (t if _is_float(t.dtype) else Tensor(t.data, dtype=float_dtype, device=t.device)
                 for t in (a, b))
-    if a.shape != b.shape:
+    if a.data.shape != b.data.shape:
         _check_broadcast(op.name, a, b)
     return apply(op, a, b)
 

@@ -37,20 +37,15 @@ class Context:
         self.xp = xp
         self.needs_grad = needs_grad
         self._saved: dict[str, Any] = {}
+        self.saved: Mapping[str, Any] = MappingProxyType(self._saved)  # the residuals, read-only
         # None in backward(); a dict while the stepper or a drawing watches this node, which the
         # backward of an op with insides (attention) fills with its intermediate matrices.
         self.trace: dict[str, Any] | None = None
-        for key, value in params.items():
-            setattr(self, key, value)
+        self.__dict__.update(params)
 
     def save(self, **arrays: Any) -> None:
         """Keep arrays for backward under names a learner can read (``y``, ``probs``, ``lse``)."""
         self._saved.update(arrays)
-
-    @property
-    def saved(self) -> Mapping[str, Any]:
-        """The residuals saved by forward, read-only."""
-        return MappingProxyType(self._saved)
 
 
 class Case:

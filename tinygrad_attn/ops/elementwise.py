@@ -268,43 +268,49 @@ _GELU_C = math.sqrt(2 / math.pi)
 
 @register
 class Gelu(Op):
-    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form."""
+    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form.
+
+    Computed as y = x·s with s = σ(2u) = 1/(1 + e^(−2u)), the same number since ½(1 + tanh u) = σ(2u):
+    one exp instead of one tanh, which NumPy computes about twice as fast.
+    """
 
     name = "gelu"
-    formula = ("dx = dy ⊙ (½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715x²)), t = tanh u",)
+    formula = ("dx = dy ⊙ (s + 2x·s(1 − s)·√(2/π)(1 + 3·0.044715x²)), s = σ(2u) = ½(1 + tanh u)",)
     cases = _UNARY_CASES
 
     @staticmethod
     def forward(ctx, x):
-        # u = √(2/π)·x·(1 + 0.044715x²), the cube factored into products: NumPy's x ** 3 calls pow,
-        # about 20 times slower than multiplying (1e6 float32: 10 ms against 0.5 ms). Each step
-        # runs in place on one fresh array, so the op allocates t and y and nothing else.
+        # −2u = −2√(2/π)·x·(1 + 0.044715x²), the cube factored into products: NumPy's x ** 3 calls
+        # pow, about 20 times slower than multiplying. Each step runs in place on one fresh array,
+        # so the op allocates s and y and nothing else. e^(−2u) overflows to inf for very negative
+        # x, where s = 1/inf = 0 and y = 0, as the limit says.
         xp = ctx.xp
-        t = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
-        t *= 0.044715
-        t += 1
-        t *= x
-        t *= _GELU_C
-        xp.tanh(t, out=t)
-        ctx.save(x=x, t=t)
-        y = xp.add(t, 1, out=xp.empty_like(t))
-        y *= x
-        y *= 0.5
-        return y
+        s = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
+        s *= 0.044715
+        s += 1
+        s *= x
+        s *= -2 * _GELU_C
+        xp.exp(s, out=s)
+        s += 1
+        xp.reciprocal(s, out=s)                         # s = σ(2u)
+        ctx.save(x=x, s=s)
+        return xp.multiply(x, s, out=xp.empty_like(s))
 
     @staticmethod
     def backward(ctx, grad):
-        """Product rule on ½x·(1 + t), with dt/dx = (1 − t²)·du/dx, du/dx = √(2/π)(1 + 3·0.044715x²)."""
+        """dy/dx = s + x·ds/dx with ds/dx = 2s(1 − s)·du/dx, du/dx = √(2/π)(1 + 3·0.044715x²)
+        (σ' = σ(1 − σ); in the tanh form this is ½(1 + t) + ½x(1 − t²)·du/dx)."""
         if not ctx.needs_grad[0]:
             return (None,)
-        x, t = ctx.saved["x"], ctx.saved["t"]
-        slope = ctx.xp.multiply(x, x, out=ctx.xp.empty_like(x))  # in place from here: du/dx, dy/dx
+        xp = ctx.xp
+        x, s = ctx.saved["x"], ctx.saved["s"]
+        slope = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here: du/dx, dy/dx
         slope *= 3 * 0.044715
         slope += 1
-        slope *= _GELU_C                            # du/dx = √(2/π)(1 + 3·0.044715x²)
+        slope *= 2 * _GELU_C                        # 2·du/dx
         slope *= x
-        slope *= 1 - t * t                          # x(1 − t²)·du/dx
-        slope += 1 + t
-        slope *= 0.5                                # ½(1 + t) + ½x(1 − t²)·du/dx
+        slope *= s
+        slope *= 1 - s                              # 2x·s(1 − s)·du/dx
+        slope += s
         slope *= grad
         return (slope,)
