@@ -444,7 +444,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
-    if (a.data.dtype.kind == "f") != (b.data.dtype.kind == "f"):   # int meets float: the float's dtype (PyTorch)
+    if (a.data.dtype.kind == "f") != (b.data.dtype.kind == "f"):    # int meets float: the float's dtype
         float_dtype = a.dtype if _is_float(a.dtype) else b.dtype
         a, b = (t if _is_float(t.dtype) else Tensor(t.data, dtype=float_dtype, device=t.device)
                 for t in (a, b))
