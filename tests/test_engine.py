@@ -118,6 +118,19 @@ def test_getitem_repeated_indices_accumulate_and_negative_steps():
     np.testing.assert_allclose(y.grad, [0, 3, 0, 2, 0, 1])
 
 
+@pytest.mark.parametrize("table,ids", [((16, 4), (8, 32)), ((5,), (7,)), ((4, 3, 2), (2, 5)), ((6, 2), (0,))])
+def test_rows_picked_by_an_id_array_sum_their_gradients_as_add_at_does(table, ids, device, rng):
+    """x[ids] with repeated and negative ids: the gradient equals NumPy's add.at (the CPU path
+    sums sorted runs of ids instead)."""
+    picked = rng.integers(-table[0], table[0], ids)
+    g = rng.standard_normal(ids + table[1:])
+    expected = np.zeros(table)
+    np.add.at(expected, (picked,), g)
+    x = ta.Tensor(rng.standard_normal(table), requires_grad=True, device=device)
+    x[ta.Tensor(picked, device=device)].backward(ta.Tensor(g, device=device))
+    np.testing.assert_allclose(x.grad if device == "cpu" else x.grad.get(), expected, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("shape_a,shape_b", [
     ((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4, 5)), ((2, 3, 4), (4,)), ((4,), (4,)),
     ((2, 1, 3, 4), (5, 4, 2)),

@@ -20,24 +20,42 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):
-        mean = x.mean(axis=-1, keepdims=True)
-        centered = x - mean
-        rstd = 1 / ctx.xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
-        x_hat = centered * rstd
+        # Three fresh arrays of x's shape in all (x − μ, which becomes x̂ in place; its square,
+        # whose buffer then holds y), instead of one per arithmetic step.
+        xp = ctx.xp
+        x_hat = x - x.mean(axis=-1, keepdims=True)
+        y = xp.multiply(x_hat, x_hat, out=xp.empty_like(x_hat))
+        variance = y.mean(axis=-1, keepdims=True)
+        rstd = 1 / xp.sqrt(variance + eps)
+        x_hat *= rstd
         ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
-        y = x_hat if weight is None else x_hat * weight
-        return y if bias is None else y + bias
+        if any(p is not None and p.dtype != x_hat.dtype for p in (weight, bias)):
+            y = x_hat if weight is None else x_hat * weight        # NumPy's dtype promotion
+            return y if bias is None else y + bias
+        if weight is None and bias is None:
+            return x_hat
+        if weight is None:
+            return xp.add(x_hat, bias, out=y)
+        xp.multiply(x_hat, weight, out=y)
+        if bias is not None:
+            y += bias
+        return y
 
     @staticmethod
     def backward(ctx, grad):
         """With ĝ = dy ⊙ w and n features: dx = rstd·(ĝ − mean ĝ − x̂·mean(ĝ ⊙ x̂)); the two means
         are the paths through μ and σ². dw, db are summed over every leading axis by the engine."""
+        xp = ctx.xp
         x_hat, rstd, weight = ctx.saved["x_hat"], ctx.saved["rstd"], ctx.saved["weight"]
         grad_x = None
         if ctx.needs_grad[0]:
             g_hat = grad if weight is None else grad * weight
-            grad_x = rstd * (g_hat - g_hat.mean(axis=-1, keepdims=True)
-                             - x_hat * (g_hat * x_hat).mean(axis=-1, keepdims=True))
+            grad_x = xp.multiply(g_hat, x_hat, out=xp.empty_like(x_hat))   # in place from here
+            slope_mean = grad_x.mean(axis=-1, keepdims=True)                # mean(ĝ ⊙ x̂)
+            xp.multiply(x_hat, slope_mean, out=grad_x)
+            xp.subtract(g_hat, grad_x, out=grad_x)
+            grad_x -= g_hat.mean(axis=-1, keepdims=True)
+            grad_x *= rstd
         return (grad_x,
                 grad * x_hat if ctx.needs_grad[1] else None,
                 grad if ctx.needs_grad[2] else None)
