@@ -12,6 +12,7 @@ import numpy as np
 from . import register
 from .base import Case, Op
 from .masking import causal_keep, combine_keep, masked_logits, masked_softmax
+from .reduce import sum_keepdims
 
 _PADDED = np.array([[True, True, True, False, False]])
 _ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])
@@ -75,7 +76,7 @@ class ScaledDotProductAttention(Op):
             grad_p = grad @ xp.swapaxes(ctx.saved["v"], -1, -2)                     # (..., Tq, Tk)
             if ctx.trace is not None:
                 shown["dP"] = grad_p.copy()
-            grad_p -= (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True)           # dP − D
+            grad_p -= sum_keepdims(xp, grad * ctx.saved["out"])                       # dP − D
             grad_s = shown["dS"] = xp.multiply(grad_p, probs, out=grad_p)             # (..., Tq, Tk)
             if need_q:
                 grad_q = shown["dQ"] = (grad_s @ ctx.saved["k"]) * ctx.scale           # (..., Tq, Dk)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .reduce import sum_keepdims
+
 
 def masked_logits(xp: Any, x: Any, keep: Any, bias: Any, scratch: bool = False) -> Any:
     """z = x + bias, with −inf where keep is False (either may be None).
@@ -49,7 +51,7 @@ def masked_softmax(xp: Any, x: Any, keep: Any, bias: Any, axis: int,
     m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
     e = xp.subtract(z, m, out=z if z is not x or scratch else None)
     xp.exp(e, out=e)
-    s = e.sum(axis=axis, keepdims=True)
+    s = sum_keepdims(xp, e, axis)
     e /= xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s)
     return e, m, s
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from . import register
 from .base import Case, Op
+from .reduce import sum_keepdims
 
 
 @register
@@ -23,9 +26,10 @@ class LayerNorm(Op):
         # Three fresh arrays of x's shape in all (x − μ, which becomes x̂ in place; its square,
         # whose buffer then holds y), instead of one per arithmetic step.
         xp = ctx.xp
-        x_hat = x - x.mean(axis=-1, keepdims=True)
+        ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
+        x_hat = x - sum_keepdims(xp, x) * ctx.inv_n
         y = xp.multiply(x_hat, x_hat, out=xp.empty_like(x_hat))
-        variance = y.mean(axis=-1, keepdims=True)
+        variance = sum_keepdims(xp, y) * ctx.inv_n
         rstd = 1 / xp.sqrt(variance + eps)
         x_hat *= rstd
         ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
@@ -51,10 +55,10 @@ class LayerNorm(Op):
         if ctx.needs_grad[0]:
             g_hat = grad if weight is None else grad * weight
             grad_x = xp.multiply(g_hat, x_hat, out=xp.empty_like(x_hat))   # in place from here
-            slope_mean = grad_x.mean(axis=-1, keepdims=True)                # mean(ĝ ⊙ x̂)
+            slope_mean = sum_keepdims(xp, grad_x) * ctx.inv_n              # mean(ĝ ⊙ x̂)
             xp.multiply(x_hat, slope_mean, out=grad_x)
             xp.subtract(g_hat, grad_x, out=grad_x)
-            grad_x -= g_hat.mean(axis=-1, keepdims=True)
+            grad_x -= sum_keepdims(xp, g_hat) * ctx.inv_n
             grad_x *= rstd
         return (grad_x,
                 grad * x_hat if ctx.needs_grad[1] else None,
