@@ -2,9 +2,11 @@
 
 An op's entry point, ``tensor.apply``, runs the op's forward on raw arrays and, when grad mode is
 on and an input requires grad, asks ``record`` for a ``Node`` to hang on the result.
-``backward_steps`` is the one backward pass: a generator that runs each node's backward in reverse
-topological order and yields what it did, so that ``Tensor.backward`` (which drains it) and the
-stepper (which shows it) cannot drift apart.
+One backward pass, ``_Pass``, visits the nodes in reverse topological order and runs each node's
+backward (``_Pass.visit``). ``backward_steps`` is a generator that yields what each visit did (the
+stepper shows it); ``run_backward`` (``Tensor.backward``) runs the same visits at once, with
+NumPy's float-error state set once for the whole pass instead of once per node. Both go through
+``visit``, so they cannot drift apart.
 
 The graph is kept after backward: a second ``backward`` through it works and accumulates into
 the leaves again, and each node keeps the gradient of its output from the latest pass (``grad``)

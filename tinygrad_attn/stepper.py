@@ -1,10 +1,11 @@
 """Backprop one node at a time: ``backprop_steps`` and the ``Step`` record a learner reads.
 
-``backprop_steps`` wraps ``engine.backward_steps``, the very generator that ``Tensor.backward``
-drains, so the steps are the real backward pass: once all steps are drained, the leaves'
-``.grad`` hold exactly what ``backward()`` would have written. It runs the pass traced, so an op
-with insides (attention) also hands over its intermediate matrices (S, P, dP, dS, dQ, dK, dV),
-and it adds notes where a gradient is exactly zero for a known reason or is a sum of parts.
+``backprop_steps`` wraps ``engine.backward_steps``, which visits the nodes with the very function
+``Tensor.backward`` uses (``_Pass.visit``), so the steps are the real backward pass: once all
+steps are drained, the leaves' ``.grad`` hold exactly what ``backward()`` would have written. It
+runs the pass traced, so an op with insides (attention) also hands over its intermediate matrices
+(S, P, dP, dS, dQ, dK, dV), and it adds notes where a gradient is exactly zero for a known reason
+or is a sum of parts.
 """
 
 from __future__ import annotations
