@@ -112,7 +112,7 @@ def test_a_nan_parameter_is_named_by_its_dotted_path_and_module():
         line = this_line() + 1
         net(ids)
     message = str(info.value)
-    assert re.match(r"matmul: forward output \(1, 3, 8\) holds NaN or Inf; inputs already "
+    assert re.match(r"linear: forward output \(1, 3, 8\) holds NaN or Inf; inputs already "
                     r"holding NaN or Inf: input 1 \(blocks\.1\.attn\.q_proj\.weight\)", message)
     assert "in module blocks.1.attn.q_proj (Linear)" in message
     assert f"test_anomaly.py:{line})" in message

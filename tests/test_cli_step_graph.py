@@ -40,13 +40,13 @@ def test_graph_defaults_to_the_head_and_draws_it_fused_or_unfused(tmp_path, caps
     out = tmp_path / "h.svg"
     assert cli.main(["graph", "--out", str(out)]) == 0
     fused = out.read_text()
-    assert "step 3 · scaled_dot_product_attention" in fused and "the: " in fused   # token rows
-    assert re.search(r"h\.svg: 32 nodes \(11 ops\), 33 edges", capsys.readouterr().out)
+    assert "step 2 · scaled_dot_product_attention" in fused and "the: " in fused   # token rows
+    assert re.search(r"h\.svg: 24 nodes \(7 ops\), 25 edges", capsys.readouterr().out)
     assert cli.main(["graph", "--unfused", "--out", str(out)]) == 0
     unfused = out.read_text()
-    assert "scaled_dot_product_attention" not in unfused and "step 6 · softmax" in unfused
+    assert "scaled_dot_product_attention" not in unfused and "step 4 · softmax" in unfused
     assert "Q Kᵀ" in unfused and "legend" in unfused
-    assert re.search(r"h\.svg: 42 nodes \(15 ops\), 43 edges", capsys.readouterr().out)
+    assert re.search(r"h\.svg: 34 nodes \(11 ops\), 35 edges", capsys.readouterr().out)
 
 
 def test_graph_expand_draws_one_module_and_rejects_a_bad_path(tmp_path, capsys):
@@ -77,7 +77,7 @@ def test_step_all_lists_every_op_in_order(capsys):
     loss = DEMOS["mlp"]().loss
     ops = [s.op for s in ta.backprop_steps(loss)]
     assert re.findall(r"^step \d+: (\w+)", out, re.M) == ops
-    assert f"{len(ops)} steps" in out and "formula  dA = dC @ Bᵀ" in out
+    assert f"{len(ops)} steps" in out and "formula  dx = dy Wᵀ" in out
 
 
 def read_until(fd: int, text: str, timeout: float = 30.0) -> str:
@@ -106,7 +106,7 @@ def test_interactive_stepping_through_a_pseudo_terminal():
         assert "step 0: cross_entropy" in first and "formula" in first
         os.write(controller, b"\x1b[C")                              # → : one key, no Enter
         second = read_until(controller, PROMPT)
-        assert "step 1: add → logits (3, 4)  (in head)" in second and "step 0" not in second
+        assert "step 1: linear → logits (3, 4)  (in head)" in second and "step 0" not in second
         os.write(controller, b"b")
         assert "step 0: cross_entropy" in read_until(controller, PROMPT)
         os.write(controller, b"\x1b[D")                              # ←
@@ -135,4 +135,4 @@ def test_example_draws_one_head_forward_then_backward(tmp_path):
     for svg in (forward, backward):
         assert "<svg" in svg and "scaled_dot_product_attention" in svg and "q_proj.weight" in svg
     assert "‖grad‖" not in forward and "‖grad‖" in backward
-    assert re.search(r"\d+ backward steps: cross_entropy add matmul", out.stdout)
+    assert re.search(r"\d+ backward steps: cross_entropy linear scaled_dot_product_attention", out.stdout)

@@ -147,14 +147,14 @@ def test_jupyter_shows_the_page_in_an_iframe():
     shown = ta.viz.explore(example.loss)
     frame = shown._repr_html_()
     assert frame.startswith('<iframe srcdoc="') and html.unescape(frame.split('"')[1]) == shown.html
-    assert shown.path is None and shown.steps == 6
+    assert shown.path is None and shown.steps == 4
 
 
 def test_the_command_writes_the_page(tmp_path, capsys):
     out = tmp_path / "new" / "explorer.html"
     assert cli.main(["explore", "--example", "head", "--unfused", "--out", str(out)]) == 0
-    assert f"wrote {out}: 15 backward steps" in capsys.readouterr().out
-    assert len(page_data(out.read_text(encoding="utf-8"))["steps"]) == 15
+    assert f"wrote {out}: 11 backward steps" in capsys.readouterr().out
+    assert len(page_data(out.read_text(encoding="utf-8"))["steps"]) == 11
 
 
 def test_bad_input_gets_a_clear_error(tmp_path, capsys):

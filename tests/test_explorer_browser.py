@@ -137,8 +137,8 @@ def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_p
     path, steps = build("head", tmp_path)
     open_page(browser, path)
     check_panel(browser, steps[0])
-    press(browser, Keys.ARROW_RIGHT, 3)                  # step 3: the fused attention
-    attention = steps[3]
+    press(browser, Keys.ARROW_RIGHT, 2)                  # step 2: the fused attention
+    attention = steps[2]
     assert attention.op == "scaled_dot_product_attention"
     check_panel(browser, attention)
     for inside in attention.insides:
@@ -151,18 +151,18 @@ def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_p
     assert notes == list(attention.notes)
     visited = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.visited title")
     assert sorted(t.get_attribute("textContent") for t in visited) == \
-        sorted(node_of(browser, i) for i in range(3))
+        sorted(node_of(browser, i) for i in range(2))
     browser.save_screenshot(str(tmp_path / "head_attention.png"))
     assert (tmp_path / "head_attention.png").stat().st_size > 10_000
 
     press(browser, Keys.ARROW_LEFT, 1)
-    check_panel(browser, steps[2])
+    check_panel(browser, steps[1])
     browser.find_element(By.ID, "next").click()
     browser.find_element(By.ID, "next").click()
-    check_panel(browser, steps[4])
+    check_panel(browser, steps[3])
 
-    click(browser, node_of(browser, 8))                  # click its op node in the graph
-    check_panel(browser, steps[8])
+    click(browser, node_of(browser, 5))                  # click its op node in the graph
+    check_panel(browser, steps[5])
     no_network(browser)
 
 
@@ -195,41 +195,41 @@ def test_a_folded_module_opens_on_click_and_folds_back(browser, tmp_path):
     path, steps = build("model", tmp_path)
     open_page(browser, path)
     assert shown_view(browser)["key"] == ""                                       # blocks folded
-    assert sorted(int(label.split()[1]) for label in drawn_ops(browser)) == [0, 1, 2, 3, 56, 57, 58]
-    press(browser, Keys.ARROW_RIGHT, 16)                  # blocks.1's attention, inside a fold
-    attention = steps[16]
+    assert sorted(int(label.split()[1]) for label in drawn_ops(browser)) == [0, 1, 2, 43, 44, 45]
+    press(browser, Keys.ARROW_RIGHT, 12)                  # blocks.1's attention, inside a fold
+    attention = steps[12]
     assert (attention.op, attention.module) == ("scaled_dot_product_attention", "blocks.1.attn")
     check_panel(browser, attention)
-    assert node_of(browser, 16) == "m_blocks.1"
+    assert node_of(browser, 12) == "m_blocks.1"
     browser.save_screenshot(str(tmp_path / "model_folded.png"))
 
     click(browser, "m_blocks.1")                          # open the block: its attention still a box
     assert shown_view(browser)["open"] == ["blocks.1"]
     check_panel(browser, attention)
-    assert node_of(browser, 16) == "m_blocks.1.attn" and "step 11 · add" in drawn_ops(browser)
+    assert node_of(browser, 12) == "m_blocks.1.attn" and "step 8 · add" in drawn_ops(browser)
     click(browser, "m_blocks.1.attn")                     # open the attention: the op itself shows
     assert shown_view(browser)["open"] == ["blocks.1", "blocks.1.attn"]
     check_panel(browser, attention)
     shown = drawn_ops(browser)
-    assert f"step 16 · {attention.op}" in shown and "step 28 · matmul" in shown    # its q_proj
-    assert not any(label.startswith("step 42 ·") for label in shown)             # blocks.0 folded
+    assert f"step 12 · {attention.op}" in shown and "step 21 · linear" in shown    # its q_proj
+    assert not any(label.startswith("step 32 ·") for label in shown)             # blocks.0 folded
     for inside in attention.insides:
         cells = browser.find_elements(By.CSS_SELECTOR, f'.inside[data-symbol="{inside.symbol}"] td.c')
         assert cell_values(cells) == flat(inside.array)
     browser.save_screenshot(str(tmp_path / "model_attention_open.png"))
 
     press(browser, Keys.ARROW_RIGHT, 2)                   # stepping goes on in the open view
-    check_panel(browser, steps[18])
-    click(browser, node_of(browser, 28))                  # a click on q_proj's matmul jumps there
-    check_panel(browser, steps[28])
+    check_panel(browser, steps[14])
+    click(browser, node_of(browser, 21))                  # a click on q_proj's linear jumps there
+    check_panel(browser, steps[21])
     browser.find_element(By.ID, "fold").click()           # fold the attention back
     assert shown_view(browser)["open"] == ["blocks.1"]
-    check_panel(browser, steps[28])
+    check_panel(browser, steps[21])
     cluster = browser.find_element(By.XPATH, "//*[local-name()='g'][*[local-name()='title' and "
                                              "text()='cluster_blocks.1']]//*[local-name()='text']")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", cluster)
-    assert shown_view(browser)["key"] == "" and node_of(browser, 28) == "m_blocks.1"   # the frame's title
-    check_panel(browser, steps[28])
+    assert shown_view(browser)["key"] == "" and node_of(browser, 21) == "m_blocks.1"   # the frame's title
+    check_panel(browser, steps[21])
     timings = browser.execute_script("return window.explorerTimings")
     assert all(math.isfinite(t) for t in timings)
     print(f"model: fold/open/step latency in the browser: median "

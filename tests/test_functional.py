@@ -1,4 +1,4 @@
-"""F.relu, F.gelu and F.dropout against NumPy, dropout's seeding, scaling and errors, and the
+"""F.linear, F.relu, F.gelu and F.dropout against NumPy, dropout's seeding, scaling and errors, and the
 documentation every public F function of this module owes its reader."""
 
 import math
@@ -13,6 +13,31 @@ from tinygrad_attn.ops.dropout import Dropout
 from tinygrad_attn.tensor import apply
 
 pytestmark = pytest.mark.filterwarnings("error")
+
+
+def test_linear_matches_x_w_plus_b_and_its_gradients(rng):
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5)), rng.standard_normal(5)
+    dy = rng.standard_normal((2, 3, 5))
+    tx, tw, tb = (ta.Tensor(a, requires_grad=True) for a in (x, w, b))
+    out = F.linear(tx, tw, tb)
+    out.backward(dy)
+    np.testing.assert_allclose(out.data, x @ w + b, rtol=1e-12)
+    np.testing.assert_allclose(tx.grad, dy @ w.T, rtol=1e-12)
+    np.testing.assert_allclose(tw.grad, np.einsum("bti,btj->ij", x, dy), rtol=1e-12)
+    np.testing.assert_allclose(tb.grad, dy.sum(axis=(0, 1)), rtol=1e-12)
+    np.testing.assert_allclose(F.linear(tx, tw).data, x @ w, rtol=1e-12)          # no bias
+    assert F.linear(ta.ones(2, 4), ta.Tensor(w), ta.Tensor(b)).dtype == np.float64   # promotes as @ and +
+
+
+def test_linear_names_the_shapes_at_fault():
+    with pytest.raises(ta.ShapeError, match=r"^linear: x of shape \(2, 3\) does not fit weight of "
+                                            r"shape \(4, 5\)"):
+        F.linear(ta.ones(2, 3), ta.ones(4, 5))
+    with pytest.raises(ta.ShapeError, match=r"^linear: bias of shape \(4,\) does not match weight's "
+                                            r"out_features 5"):
+        F.linear(ta.ones(2, 4), ta.ones(4, 5), ta.ones(4))
+    with pytest.raises(TypeError, match=r"^linear: x must be a float tensor, got dtype int64"):
+        F.linear(ta.Tensor(np.ones((2, 4), dtype=np.int64)), ta.ones(4, 5))
 
 
 def test_relu_and_gelu_match_numpy(rng):

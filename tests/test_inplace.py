@@ -34,7 +34,7 @@ def test_named_parameter_edited_through_a_view_is_named():
     x = ta.Tensor(np.ones((4, 3), dtype=np.float32))
     loss = lin(x).sum()
     lin.weight.reshape(-1).data[1] += 1.0       # the reshape is a view of the weight's array
-    with pytest.raises(RuntimeError, match=r"^matmul: input 1 \(weight\) of shape \(3, 2\)"):
+    with pytest.raises(RuntimeError, match=r"^linear: input 1 \(weight\) of shape \(3, 2\)"):
         loss.backward()
 
 

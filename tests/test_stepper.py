@@ -39,17 +39,17 @@ def test_leaf_grads_appear_only_once_their_consumers_have_run():
     first = next(steps)
     assert first.op == "cross_entropy" and model.fc1.weight.grad is None
     rest = list(steps)
-    assert rest[-1].parameters == ("fc1.weight",) and model.fc1.weight.grad is not None
+    assert rest[-1].parameters == ("fc1.weight", "fc1.bias") and model.fc1.weight.grad is not None
 
 
 def test_step_values_match_the_math_by_hand():
-    """The MLP's steps, checked against NumPy: softmax - one-hot, the relu mask, dW = Aᵀ dC."""
+    """The MLP's steps, checked against NumPy: softmax - one-hot, the relu mask, dW = xᵀ dy."""
     example = DEMOS["mlp"]()
     loss, model = example.loss, example.model
     x = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]])
     target = np.array([0, 1, 1, 0])
     steps = list(ta.backprop_steps(loss))
-    assert [s.op for s in steps] == ["cross_entropy", "add", "matmul", "relu", "add", "matmul"]
+    assert [s.op for s in steps] == ["cross_entropy", "linear", "relu", "linear"]
     w1, b1, w2, b2 = (p.numpy().astype(np.float64) for p in model.parameters())
     h = x @ w1 + b1
     logits = np.maximum(h, 0) @ w2 + b2
@@ -57,28 +57,31 @@ def test_step_values_match_the_math_by_hand():
     p /= p.sum(1, keepdims=True)
     dlogits = (p - np.eye(2)[target]) / 4
     np.testing.assert_allclose(steps[0].sent[0], dlogits, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(steps[1].sent[1], dlogits.sum(0), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(steps[2].sent[1], np.maximum(h, 0).T @ dlogits, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[1].sent[2], dlogits.sum(0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[1].sent[1], np.maximum(h, 0).T @ dlogits, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[1].sent[0], dlogits @ w2.T, rtol=1e-5, atol=1e-7)
     dh = dlogits @ w2.T * (h > 0)
-    np.testing.assert_allclose(steps[3].sent[0], dh, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(steps[5].sent[1], x.T @ dh, rtol=1e-5, atol=1e-7)
-    assert steps[3].saved == tuple(steps[3].tensor.node.ctx.saved)
+    np.testing.assert_allclose(steps[2].sent[0], dh, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[3].sent[1], x.T @ dh, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(steps[3].sent[2], dh.sum(0), rtol=1e-5, atol=1e-7)
+    assert steps[2].saved == tuple(steps[2].tensor.node.ctx.saved)
 
 
 def test_step_record_and_text():
     example = DEMOS["head"]()
     loss, model = example.loss, example.model
     steps = list(ta.backprop_steps(loss, tokens=example.tokens))
-    matmul = next(s for s in steps if s.op == "matmul" and "head.weight" in s.input_names)
-    assert matmul.formula == ("dA = dC @ Bᵀ", "dB = Aᵀ @ dC") and matmul.module == "head"
-    assert matmul.saved == ("a", "b") and matmul.input_shapes == ((3, 2), (2, 4))
-    assert matmul.parameters == ("head.weight",) and matmul.input_names[0] == "O"
-    np.testing.assert_allclose(matmul.sent[1], model.head.weight.grad)
-    text = str(matmul)
-    assert text.startswith(f"step {matmul.index}: matmul → output of matmul (step {matmul.index}) (3, 4)"
-                           "  (in head)")
-    assert "formula  dA = dC @ Bᵀ" in text and "→ input 1 head.weight (2, 4): gradient sent" in text
-    assert "gradient arriving, dL/d(output of matmul" in text and "saved by forward: A, B" in text
+    linear = next(s for s in steps if s.op == "linear" and "head.weight" in s.input_names)
+    assert linear.formula[0] == "dx = dy Wᵀ" and len(linear.formula) == 3 and linear.module == "head"
+    assert linear.saved == ("x", "w") and linear.input_shapes == ((3, 2), (2, 4), (4,))
+    assert linear.parameters == ("head.weight", "head.bias") and linear.input_names[0] == "O"
+    np.testing.assert_allclose(linear.sent[1], model.head.weight.grad)
+    np.testing.assert_allclose(linear.sent[2], model.head.bias.grad)
+    text = str(linear)
+    assert text.startswith(f"step {linear.index}: linear → logits (3, 4)  (in head)")
+    assert "formula  dx = dy Wᵀ" in text and "→ input 1 head.weight (2, 4): gradient sent" in text
+    assert "gradient arriving, dL/d(logits)" in text
+    assert "saved by forward: x (the input), W (the weight matrix)" in text
     assert max(map(len, text.splitlines())) < 100
     attention = next(s for s in steps if s.op == "scaled_dot_product_attention")
     assert attention.module == "AttentionHead"

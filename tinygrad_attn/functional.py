@@ -17,6 +17,7 @@ from .ops import attention as attention_ops
 from .ops import dropout as dropout_ops
 from .ops import flash as flash_ops
 from .ops import loss as loss_ops
+from .ops import matmul as matmul_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
@@ -151,6 +152,37 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
                                                  else f" (ignore_index is {ignore_index})"))
     return apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
                         reduction=reduction)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight + bias over the last axis of x, as one op (what ``nn.Linear`` computes).
+
+    Args:
+        x: the input; every vector along its last axis is transformed.
+        weight: the matrix, (in_features, out_features) as in Q = X W_Q.
+        bias: added to every output row, or None.
+
+    Returns:
+        A tensor shaped like `x` with its last axis out_features long.
+
+    Shapes:
+        x `(..., in)`, weight `(in, out)`, bias `(out,)`, result `(..., out)`.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> linear(ta.ones(2, 3), ta.ones(3, 4), ta.Tensor([0.0, 1.0, 2.0, 3.0])).numpy()
+        array([[3., 4., 5., 6.],
+               [3., 4., 5., 6.]], dtype=float32)
+    """
+    for name, t in (("x", x), ("weight", weight)):
+        _check_float("linear", name, t)
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[0]:
+        raise ShapeError(f"linear: x of shape {x.shape} does not fit weight of shape {weight.shape} "
+                         "(expected x (..., in) and weight (in, out))")
+    if bias is not None and bias.shape != weight.shape[1:]:
+        raise ShapeError(f"linear: bias of shape {bias.shape} does not match weight's out_features "
+                         f"{weight.shape[1]} (expected ({weight.shape[1]},))")
+    return apply(matmul_ops.Linear, x, weight, bias)
 
 
 def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,

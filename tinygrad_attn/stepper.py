@@ -27,6 +27,7 @@ WHOLE = 64          # arrays up to this many elements print whole
 RESIDUALS = {"a": "A", "b": "B", "c": "C (the output)", "x": "x (the input)", "y": "y (the output)",
              "q": "Q", "k": "K", "v": "V", "probs": "P (the softmax probabilities)", "out": "O (the output)",
              "lse": "L (row log-sum-exp)", "keep": "the keep mask", "bias": "the float mask",
+             "w": "W (the weight matrix)",
              "x_hat": "x̂ (the normalised input)", "rstd": "1/σ per row", "weight": "γ (the weight)",
              "is_max": "where x equals the max", "centered": "x − mean", "mask": "the fill mask",
              "cond": "the condition", "alive": "which positions take part", "s": "σ(2u) = ½(1 + tanh u)",

@@ -129,7 +129,7 @@ def _unpicked_zero(node: Any) -> list[str]:
 def _key_bias_zero(t: Any, node: Any, event: engine.BackwardEvent) -> list[str]:
     """A key projection's bias gets a zero gradient: softmax ignores a constant shift of a row."""
     path = scope_name(node.scope) or ""
-    if node.op.name != "add" or not (t.name == "K" or path.endswith("k_proj")):
+    if node.op.name not in ("add", "linear") or not (t.name == "K" or path.endswith("k_proj")):
         return []
     arriving = float(np.abs(to_numpy(event.grad)).max())
     notes = []

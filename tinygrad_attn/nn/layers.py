@@ -38,8 +38,7 @@ class Linear(Module):
         self.bias = Parameter(_uniform(bound, out_features)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        y = x @ self.weight
-        return y if self.bias is None else y + self.bias
+        return F.linear(x, self.weight, self.bias)
 
 
 class Embedding(Module):

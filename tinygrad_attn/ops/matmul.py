@@ -1,4 +1,5 @@
-"""Matrix product with ``numpy.matmul`` semantics: batched, broadcast batch dims, 1-D operands."""
+"""Matrix products: ``matmul`` with ``numpy.matmul`` semantics (batched, broadcast batch dims, 1-D
+operands), and ``linear``, a layer's x W + b as one op."""
 
 from __future__ import annotations
 
@@ -50,6 +51,38 @@ class MatMul(Op):
             if b.ndim == 1:
                 grad_b = grad_b[..., 0]
         return grad_a, grad_b
+
+
+@register
+class Linear(Op):
+    """y = x W + b over the last axis of x: a linear layer as one op (b may be None).
+
+    All the rows of x (every leading axis) go through one GEMM and b is added in place, so a
+    layer makes one (..., out) array and one node instead of two of each (matmul, then add).
+    """
+
+    name = "linear"
+    formula = ("dx = dy Wᵀ", "dW = xᵀ dy  (x and dy as matrices of their rows)", "db = Σ dy over the rows")
+    cases = (Case((3, 4), (4, 5), (5,)), Case((2, 3, 4), (4, 2), (2,)), Case((2, 3, 4), (4, 5), None),
+             Case((4,), (4, 3), (3,)))
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save(x=x, w=weight)
+        y = (_rows(x) @ weight).reshape(x.shape[:-1] + weight.shape[-1:])
+        if bias is None:
+            return y
+        if bias.dtype != y.dtype:               # NumPy's dtype promotion, as x @ W + b
+            return y + bias
+        y += bias
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """With X (r, in) and G (r, out) the rows of x and dy: dx = G Wᵀ, dW = Xᵀ G (the sum of
+        every row's outer product in one GEMM), db = Σ over the rows of G."""
+        grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved["x"], ctx.saved["w"], grad)
+        return grad_x, grad_w, _rows(grad).sum(axis=0) if ctx.needs_grad[2] else None
 
 
 def _shared_matrix_backward(ctx, a, b, grad):
