@@ -50,7 +50,7 @@ def _setting(default: Any, meaning: str) -> Any:
 class TrainConfig:
     """Everything that decides a run besides the task; checked when made (see `validate`).
 
-    The defaults reach the README's accuracy targets on every task in about a minute on a
+    The defaults reach the README's accuracy targets on every task in under 30 seconds on a
     2-core CPU. Each field says what it means in its metadata; the ``train`` command makes one
     flag of each field (``--batch-size``), with that text as its help.
 
@@ -61,7 +61,7 @@ class TrainConfig:
         'optimizer steps in all'
     """
 
-    steps: int = _setting(2000, "optimizer steps in all")
+    steps: int = _setting(1000, "optimizer steps in all")
     batch_size: int = _setting(64, "sequences per step")
     lr: float = _setting(3e-3, "peak learning rate (linear warmup, then cosine decay)")
     warmup: int = _setting(100, "warmup steps")
