@@ -22,8 +22,12 @@ def _run(fn, q, k, v, d_out, **kwargs):
 
 @pytest.mark.parametrize("name", SETTINGS)
 @pytest.mark.parametrize("block_size", [1, 3, 4, 100])
-def test_flash_equals_plain_forward_and_backward(name, block_size, rng):
-    """Lengths 4..9 are not multiples of 3 or 4, so the last key block is a short one."""
+@pytest.mark.parametrize("tile_rows", [flash._TILE_ROWS, 2])
+def test_flash_equals_plain_forward_and_backward(name, block_size, tile_rows, rng, monkeypatch):
+    """Lengths 4..9 are not multiples of 3 or 4, so the last key block is a short one. With tile
+    rows 2 each key block meets its query rows in pieces of 2 (the last may be 1): dK and dV are
+    sums over the pieces, and a causal block's diagonal square spans several pieces."""
+    monkeypatch.setattr(flash, "_TILE_ROWS", tile_rows)
     cfg = SETTINGS[name]
     q, k, v = _inputs(cfg["shapes"], rng)
     kwargs = dict(mask=cfg["mask"], is_causal=cfg["causal"], scale=0.9)
@@ -50,15 +54,27 @@ def test_forward_saves_only_output_and_log_sum_exp(rng):
 
 
 @pytest.mark.parametrize("n_q,n_k,expected", [
-    (10, 10, [(0, 0, 4), (4, 4, 8), (8, 8, 10)]),
-    (4, 10, [(0, 0, 4)]),                                   # keys 4..9 are seen by no query
-    (10, 6, [(0, 0, 4), (4, 4, 6)]),
+    (10, 10, [(0, 2, 0, 2), (2, 10, 0, 4), (4, 6, 4, 6), (6, 10, 4, 8), (8, 10, 8, 10)]),
+    (4, 10, [(0, 2, 0, 2), (2, 4, 0, 4)]),                  # keys 4..9 are seen by no query
+    (10, 6, [(0, 2, 0, 2), (2, 10, 0, 4), (4, 6, 4, 6), (6, 10, 4, 6)]),
 ])
 def test_causal_tiles_skip_what_no_query_sees(n_q, n_k, expected):
+    """(first row, end row, first key, end key) per tile, blocks of 4: block c meets rows ≥ c only,
+    first the top half of its diagonal square (rows c, c + 1) against the keys they see (c, c + 1)."""
     ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": True, "block_size": 4})
-    tiles = flash._tiles(ctx, n_q, n_k)
-    assert [(r.start, c.start, c.stop) for r, c in tiles] == expected
-    assert all(r.stop == n_q for r, _ in tiles)
+    assert [(r.start, r.stop, c.start, c.stop) for r, c in flash._tiles(ctx, n_q, n_k)] == expected
+
+
+@pytest.mark.parametrize("is_causal,n_q,n_k,expected", [
+    (True, 10, 10, [(0, 2, 0, 2), (2, 5, 0, 4), (5, 8, 0, 4), (8, 10, 0, 4),
+                    (4, 6, 4, 6), (6, 9, 4, 8), (9, 10, 4, 8), (8, 10, 8, 10)]),
+    (False, 5, 6, [(0, 3, 0, 4), (3, 5, 0, 4), (0, 3, 4, 6), (3, 5, 4, 6)]),
+])
+def test_tiles_cut_query_rows_in_pieces(is_causal, n_q, n_k, expected, monkeypatch):
+    """Key blocks of 4 meet their query rows in pieces of at most 3 rows."""
+    monkeypatch.setattr(flash, "_TILE_ROWS", 3)
+    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": is_causal, "block_size": 4})
+    assert [(r.start, r.stop, c.start, c.stop) for r, c in flash._tiles(ctx, n_q, n_k)] == expected
 
 
 def _peak_bytes(fn, q, k, v, d_out, **kwargs) -> int:
@@ -78,7 +94,7 @@ def test_neither_pass_holds_the_score_matrix(is_causal, rng):
     square = n * n * 8                                      # one float64 (n, n) array: 8 MiB
     assert _peak_bytes(F.scaled_dot_product_attention, q, k, v, d_out, is_causal=is_causal) > square
     flash_peak = _peak_bytes(F.flash_attention, q, k, v, d_out, is_causal=is_causal, block_size=block)
-    assert flash_peak < square / 4                          # a few n × 32 tiles: 256 KiB each
+    assert flash_peak < square / 4                          # tiles of at most 512 × 32: 128 KiB
 
 
 def test_float32_stays_float32_and_close_to_plain(rng):
@@ -90,6 +106,15 @@ def test_float32_stays_float32_and_close_to_plain(rng):
     for e, g in zip(expected, got):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_a_float64_scale_keeps_float32_queries_float32():
+    """Q is scaled once, in Q's dtype: a NumPy float64 scale must not make the tiles float64."""
+    ctx = ta.ops.base.Context(np, (True,) * 3, {"scale": np.float64(0.3)})
+    q = np.full((2, 3, 4), 2.0, np.float32)
+    q_scaled, _ = flash._scaled_queries(ctx, q, np.zeros((1, 5, 4), np.float32), np.zeros((5, 2), np.float32))
+    assert q_scaled.dtype == np.float32 and q_scaled.shape == (2, 3, 4)
+    np.testing.assert_allclose(q_scaled, 0.6, rtol=1e-6)
 
 
 def test_block_size_must_be_positive():

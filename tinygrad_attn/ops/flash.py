@@ -3,9 +3,11 @@
 Forward walks the keys in blocks of ``block_size`` with an online softmax (a running row maximum
 m and running sum l, rescaling what was accumulated whenever m grows) and saves only the output
 O and the row log-sum-exp L = m + log l. Backward recomputes each block's probabilities as
-P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array: only (Tq, block).
+P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array. A key block meets
+its query rows in pieces of at most ``_TILE_ROWS`` rows, so a tile is at most (_TILE_ROWS, block).
 With ``is_causal``, a key block starting at column c is only paired with the query rows i ≥ c,
-the rows that can see some of its keys: the tiles above the diagonal are skipped.
+the rows that can see some of its keys: the tiles above the diagonal are skipped, and so is the
+masked top right quarter of each block's diagonal square (see ``_tiles``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 from ..shapes import attention_shapes
 from . import register
 from .base import Case, Op
-from .masking import causal_keep, combine_keep, masked_logits
+from .masking import causal_keep, masked_logits
 
 _PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
 _FIRST_OFF = np.array([[False, False, True, True, True]])             # (1, Tk): block 0 wholly masked
@@ -37,27 +39,57 @@ def _tile(mask, rows: slice, cols: slice):
     return mask if mask.shape[-1] == 1 else mask[..., cols]
 
 
+# Query rows per tile: a key block meets its rows in pieces of this many, which keeps a tile at a
+# few MiB (4 heads × 512 × 256 float32: 2 MiB) however long the sequence. In our benchmark (causal,
+# n = 2048, 4 heads, block 256) 384 to 1024 rows were equally fast; 256 rows, or all of Tq, slower.
+_TILE_ROWS = 512
+
+
 def _tiles(ctx, n_q: int, n_k: int) -> list[tuple[slice, slice]]:
-    """(query rows, key columns) per key block; with is_causal only rows i ≥ the block's first key."""
-    return [(slice(start if ctx.is_causal else 0, n_q), slice(start, min(start + ctx.block_size, n_k)))
-            for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size)]
+    """(query rows, key columns) per tile: each key block against its query rows, cut in pieces of
+    at most _TILE_ROWS rows.
+
+    With is_causal a block whose first key is c meets only the rows i ≥ c, and a tile's keys stop
+    after its last row (query i sees keys j ≤ i: later keys are masked for every row of the tile).
+    The first piece is the top half of the block's diagonal square, rows c … c + block/2 − 1, so
+    it stops at key c + block/2 − 1: a quarter of the square, masked, is never computed.
+    """
+    tiles = []
+    for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size):
+        stop = min(start + ctx.block_size, n_k)
+        if ctx.is_causal:
+            tops = [start, *range(min(start + max(ctx.block_size // 2, 1), n_q), n_q, _TILE_ROWS)]
+        else:
+            tops = list(range(0, n_q, _TILE_ROWS))
+        for top, bottom in zip(tops, [*tops[1:], n_q]):
+            tiles.append((slice(top, bottom), slice(start, min(stop, bottom) if ctx.is_causal else stop)))
+    return tiles
 
 
-def _tile_scores(ctx, q, k, keep, bias, rows: slice, cols: slice):
-    """A fresh array of the masked scores S[..., rows, cols] (the caller may overwrite it)."""
-    scores = q[..., rows, :] @ ctx.xp.swapaxes(k[..., cols, :], -1, -2)
-    scores *= ctx.scale
-    tile_keep = _tile(keep, rows, cols)
-    if ctx.is_causal:
-        tile_keep = combine_keep(tile_keep, causal_keep(ctx.xp, rows, cols))
-    return masked_logits(ctx.xp, scores, tile_keep, _tile(bias, rows, cols))
+def _tile_scores(ctx, q_scaled, k, keep, bias, rows: slice, cols: slice):
+    """A fresh array of the masked scores S[..., rows, cols] = (scale · Q) Kᵀ (the caller may overwrite it).
+
+    A causal tile starts on or below the diagonal (rows.start ≥ cols.start). Only its rows
+    i < cols.stop, on the block's diagonal square, see part of the block (keys j ≤ i); the rows
+    below see all of it. So the causal mask is set, in place, on those rows alone.
+    """
+    xp = ctx.xp
+    scores = q_scaled[..., rows, :] @ xp.swapaxes(k[..., cols, :], -1, -2)
+    scores = masked_logits(xp, scores, _tile(keep, rows, cols), _tile(bias, rows, cols), scratch=True)
+    if ctx.is_causal and rows.start < cols.stop:
+        square = slice(rows.start, min(rows.stop, cols.stop))
+        masked_logits(xp, scores[..., :square.stop - rows.start, :], causal_keep(xp, square, cols), None,
+                      scratch=True)                                     # in place: the rows of square
+    return scores
 
 
-def _full_batch(xp, q, k, v):
-    """q broadcast to every batch axis (a view, so each score tile has the output's batch shape),
-    and the sizes (batch, n_q, n_k)."""
+def _scaled_queries(ctx, q, k, v):
+    """scale · Q in Q's dtype, broadcast to every batch axis (so each score tile has the output's
+    batch shape), and the sizes (batch, n_q, n_k). Scaling Q once costs n_q × d; scaling every
+    score tile would cost n_q × n_k."""
     shapes = attention_shapes("flash_attention", q.shape, k.shape, v.shape)
-    return xp.broadcast_to(q, shapes.batch + q.shape[-2:]), shapes
+    q_scaled = q * ctx.xp.asarray(ctx.scale, dtype=q.dtype)
+    return ctx.xp.broadcast_to(q_scaled, shapes.batch + q.shape[-2:]), shapes
 
 
 @register
@@ -96,56 +128,59 @@ class FlashAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
         xp = ctx.xp
-        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
-        acc = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)      # a = Σ exp(s − m) v
+        q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
+        # a = Σ exp(s − m) v and l = Σ exp(s − m) side by side: e @ [V | 1] = [e V | rowsum e]
+        # updates both with one product.
+        v_one = xp.concatenate([v, xp.ones(v.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
+        acc = xp.zeros(batch + (n_q, v.shape[-1] + 1), dtype=q.dtype)  # [a | l]
         row_max = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)     # m
-        row_sum = xp.zeros(batch + (n_q, 1), dtype=q.dtype)             # l = Σ exp(s − m)
         zero = xp.asarray(0, dtype=q.dtype)
         for rows, cols in _tiles(ctx, n_q, n_k):
-            e = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
+            e = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # (..., R, B)
             old_max = row_max[..., rows, :]
             new_max = xp.maximum(old_max, e.max(axis=-1, keepdims=True))
             shift = xp.where(new_max == -xp.inf, zero, new_max)         # nothing seen yet: 0
             rescale = xp.exp(old_max - shift)                           # old terms to the new max
             e -= shift
             xp.exp(e, out=e)                                            # in place: no 2nd tile
-            row_sum[..., rows, :] = row_sum[..., rows, :] * rescale + e.sum(axis=-1, keepdims=True)
-            acc[..., rows, :] *= rescale
-            acc[..., rows, :] += e @ v[..., cols, :]
+            acc[..., rows, :] *= rescale                                # a and l
+            acc[..., rows, :] += e @ v_one[..., cols, :]
             row_max[..., rows, :] = new_max
             del e                             # freed before the next tile is made, not after
+        row_sum = acc[..., -1:]
         alive = row_sum != 0                            # some key takes part (a NaN row stays NaN)
         safe_sum = xp.where(alive, row_sum, 1)
-        out = acc / safe_sum
+        out = acc[..., :-1] / safe_sum
         lse = xp.where(alive, row_max + xp.log(safe_sum), xp.inf)       # +inf: exp(S − L) = 0
         ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=out, lse=lse)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        """Per key block: P = exp(S − L) (L = +inf on a fully masked row makes P = 0), then the
-        plain kernel's formulas; rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D is computed once up front.
-        dP, dS and D are only computed when dQ or dK is asked for.
+        """Per tile (a key block B against a piece of its query rows): P = exp(S − L) (L = +inf on
+        a fully masked row makes P = 0), then the plain kernel's formulas; dK_B and dV_B are sums
+        over the pieces, dQ over the key blocks. rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D is computed
+        once up front. dP, dS and D are only computed when dQ or dK is asked for.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
         xp = ctx.xp
         need_q, need_k, need_v = ctx.needs_grad[:3]
         q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
-        q_all, (batch, n_q, n_k) = _full_batch(xp, q, k, v)
+        q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
         delta = (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True) if need_s else None  # D: (..., Tq, 1)
         grad_q, grad_k, grad_v = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
                                   for x, need in ((q, need_q), (k, need_k), (v, need_v)))
         shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
         for rows, cols in _tiles(ctx, n_q, n_k):
-            p = _tile_scores(ctx, q_all, k, keep, bias, rows, cols)     # (..., R, B)
+            p = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # (..., R, B)
             if shown is not None:
                 shown.put("S", rows, cols, p)
             p -= lse[..., rows, :]
             xp.exp(p, out=p)                                            # P, as in forward
             d_out = grad[..., rows, :]
             if need_v:
-                grad_v[..., cols, :] = xp.swapaxes(p, -1, -2) @ d_out
+                grad_v[..., cols, :] += xp.swapaxes(p, -1, -2) @ d_out
             if shown is not None:
                 shown.put("P", rows, cols, p)
             if need_s:
@@ -159,13 +194,11 @@ class FlashAttention(Op):
                 if need_q:
                     grad_q[..., rows, :] += grad_s @ k[..., cols, :]
                 if need_k:
-                    grad_k[..., cols, :] = xp.swapaxes(grad_s, -1, -2) @ q_all[..., rows, :]
+                    grad_k[..., cols, :] += xp.swapaxes(grad_s, -1, -2) @ q_scaled[..., rows, :]  # has scale
                 del grad_s
             del p                             # freed before the next tiles are made, not after
         if need_q:
             grad_q *= ctx.scale
-        if need_k:
-            grad_k *= ctx.scale
         if shown is not None:
             computed = {"D": delta, "dQ": grad_q, "dK": grad_k, "dV": grad_v}
             ctx.trace.update(L=lse, **shown.matrices, **{n: a for n, a in computed.items() if a is not None})
