@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="interleaved rounds per workload (default 9)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="BLAS/OpenMP threads on both sides (default: the CPU count)")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="glibc keeps freed memory for reuse in this process, as `tinygrad-attn train` "
+                             "sets it (tinygrad_attn.host_memory); both libraries run under it")
     parser.add_argument("--idle", type=float, default=0.15,
                         help="seconds idle before each sample, for BLAS threads to stop spinning")
     parser.add_argument("--no-torch", action="store_true", help="run tinygrad_attn only")
@@ -36,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .harness import set_thread_count
     set_thread_count(args.threads)          # before NumPy and PyTorch load their thread pools
+    if args.keep_freed_memory:
+        from tinygrad_attn.host_memory import keep_freed_memory
+        keep_freed_memory()
     from .harness import describe_environment, format_table
     from .workloads import WORKLOADS, Settings
 
@@ -55,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings(rounds=args.rounds or 9, attention_sizes=(128, 512, 2048), memory_size=4096,
                             chain_length=200, reverse_steps=None, idle=args.idle)
     print(describe_environment(args.threads, None if torch_side is None else torch_side.torch))
+    print("glibc malloc keeps freed memory (--keep-freed-memory): "
+          f"{'yes' if args.keep_freed_memory else 'no, the default'}")
     rows = []
     for name in args.only:
         rows += WORKLOADS[name](settings, torch_side)

@@ -15,6 +15,7 @@ def test_quick_suite_prints_a_row_per_workload(capsys):
     out = capsys.readouterr().out
     assert "PyTorch: not used (--no-torch, or not importable): tinygrad_attn side only" in out
     assert re.search(r"NumPy [\d.]+, BLAS .*OpenBLAS threads in use: \S+", out)
+    assert "glibc malloc keeps freed memory (--keep-freed-memory): no, the default" in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
     expected = [r"train step \(TinyTransformer, Adam\) +\| [\d.]+ ms +\| - ",
                 r"BLAS floor \(numpy.matmul, the step's GEMMs\) +\| [\d.]+ ms",

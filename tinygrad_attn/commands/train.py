@@ -19,6 +19,7 @@ import numpy as np
 from .. import checkpoint, plots
 from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError
+from ..host_memory import keep_freed_memory
 from ..nn import TinyTransformer
 from ..run_folder import RunFolder
 from ..tasks import TASKS, VOCAB, Task, decode, get_task
@@ -53,7 +54,11 @@ def _fail(message: str, code: int = 2) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Train as the flags say. Exit code 0 when done (or stopped by ``--stop-after``), 2 for a bad
-    flag, folder or checkpoint, 1 when training diverged, 130 on Ctrl-C."""
+    flag, folder or checkpoint, 1 when training diverged, 130 on Ctrl-C.
+
+    Every step frees and remakes the same large arrays: the process keeps freed memory for reuse
+    (``host_memory.keep_freed_memory``) instead of mapping fresh pages each step."""
+    keep_freed_memory()
     try:
         return _run(args)
     except KeyboardInterrupt:
