@@ -46,7 +46,6 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
     """(input index or None for the output, array, fingerprint) for each saved array that is an
     input's or the output's data, each array once."""
     watched: list[tuple[int | None, Any, Any]] = []
-    arrays: list[Any] = []          # the arrays watched so far
     for array in saved.values():
         if array is out:
             index, then = None, None
@@ -55,9 +54,8 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
             if index is None:
                 continue                    # a private residual, or None
             then = _output_fingerprint(inputs[index].node, array)
-        if arrays and any([array is seen for seen in arrays]):
-            continue
-        arrays.append(array)
+        if watched and any([array is seen for _, seen, _ in watched]):
+            continue                        # saved twice (x * x): watched once
         watched.append((index, array, fingerprint(array) if then is None else then))
     return tuple(watched)
 

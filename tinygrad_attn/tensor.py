@@ -337,7 +337,7 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     ctx = Context(xp, needs_grad, params)
     with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
         out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
-    node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
+    node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope())
     return Tensor._from_op(out, op.name, node)
