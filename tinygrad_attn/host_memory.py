@@ -30,7 +30,7 @@ def keep_freed_memory() -> bool:
     """
     try:
         mallopt = ctypes.CDLL(None).mallopt     # the C library the interpreter runs on
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):     # no such function, or no C library by that name
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     heap_serves = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
