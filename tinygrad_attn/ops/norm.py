@@ -23,7 +23,7 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):
-        # Three fresh arrays of x's shape in all (x − μ, which becomes x̂ in place; its square,
+        # Two fresh arrays of x's shape in all (x − μ, which becomes x̂ in place; its square,
         # whose buffer then holds y), instead of one per arithmetic step.
         xp = ctx.xp
         ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
