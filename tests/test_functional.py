@@ -93,18 +93,18 @@ class _FakeDeviceModule:
         return np.random.default_rng(seed)
 
 
-def test_device_generator_is_seeded_from_manual_seed_and_made_once_per_seed(monkeypatch):
+def test_device_generator_is_seeded_from_the_host_stream_at_each_draw(monkeypatch):
+    """The host generator's state alone decides GPU draws: each call seeds a device generator
+    with the host stream's next number (so a checkpoint's host state resumes GPU dropout too)."""
     fake = _FakeDeviceModule()
     monkeypatch.setattr(creation, "xp_for", lambda device: fake)
-    monkeypatch.setattr(creation, "_device_generators", {})
     ta.manual_seed(5)
-    first = creation.generator_for("cuda").random(8)
-    assert creation.generator_for("cuda") is creation.generator_for("cuda")   # kept between draws
+    first, second = (creation.generator_for("cuda").random(8) for _ in range(2))
+    assert not np.array_equal(first, second)                          # a fresh seed per draw
+    host = np.random.default_rng(5)
+    assert fake.seeds == [int(host.integers(2**63)), int(host.integers(2**63))]  # the host stream, in order
     ta.manual_seed(5)
-    again = creation.generator_for("cuda").random(8)
-    np.testing.assert_array_equal(first, again)                       # repeatable under manual_seed
-    assert len(fake.seeds) == 2 and fake.seeds[0] == fake.seeds[1]
-    assert fake.seeds[0] == int(np.random.default_rng(5).integers(2**63))   # drawn from the host stream
+    np.testing.assert_array_equal(creation.generator_for("cuda").random(8), first)   # repeatable
     ta.manual_seed(6)
     assert not np.array_equal(creation.generator_for("cuda").random(8), first)
 

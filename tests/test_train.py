@@ -53,8 +53,8 @@ def test_history_and_callback_follow_the_schedule():
     assert all(n > 0 for n in history.grad_norm)
 
 
-def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path):
-    config = TrainConfig(dropout=0.1, **TINY)   # dropout draws from the library RNG
+def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path, device):
+    config = TrainConfig(dropout=0.1, device=device, **TINY)   # dropout draws from the library RNG
     whole_model = make_model("copy", config)
     whole = train(whole_model, "copy", config)
 

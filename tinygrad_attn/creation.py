@@ -29,21 +29,15 @@ def generator() -> np.random.Generator:
     return _generator
 
 
-_device_generators: dict[str, tuple[np.random.Generator, Any]] = {}
-
-
 def generator_for(device: str) -> Any:
     """The random generator that draws on `device`: the library's own on "cpu"; on "cuda" a CuPy
-    generator seeded from it, made again after each ``manual_seed``, so GPU draws (dropout
-    masks) are repeatable too and never cross from the host."""
+    generator seeded, at each call, with one number drawn from the library's own. So the host
+    generator's state (``manual_seed``, and what a checkpoint keeps) decides every GPU draw
+    (dropout masks): a run resumed on the GPU draws the masks the uninterrupted run drew, and
+    the random arrays themselves never cross from the host."""
     if device == "cpu":
         return _generator
-    host, made = _device_generators.get(device, (None, None))
-    if host is not _generator:          # first use, or manual_seed replaced the generator
-        seed = int(_generator.integers(2**63))
-        made = xp_for(device).random.default_rng(seed)
-        _device_generators[device] = (_generator, made)
-    return made
+    return xp_for(device).random.default_rng(int(_generator.integers(2**63)))
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
