@@ -99,6 +99,11 @@ def test_embedding_checks_ids_without_copying_them_to_the_host(strict_cuda):
         emb(ta.Tensor(np.array([[3, 10, 2]]), device="cuda"))
     with pytest.raises(IndexError, match="Embedding: id -1 is out of range"):
         emb(ta.Tensor(np.array([[-1, 0]]), device="cuda"))
+    with pytest.raises(ta.DeviceError, match="Embedding: ids are on cuda but the weight is on cpu"):
+        nn.Embedding(10, 3)(ids)
+    TRANSFERS.clear()
+    emb(ids)
+    assert sum(1 for kind, _ in TRANSFERS if kind == "to_host") == 1    # the one range check
 
 
 def test_training_steps_match_the_cpu(strict_cuda):

@@ -9,8 +9,10 @@ import numpy as np
 
 from .. import functional as F
 from ..creation import generator
+from ..errors import DeviceError
+from ..ops.shape import GetItem
 from ..shapes import first_out_of_range
-from ..tensor import Tensor, get_default_dtype
+from ..tensor import Tensor, apply, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 
 
@@ -57,11 +59,16 @@ class Embedding(Module):
         ids = ids if isinstance(ids, Tensor) else Tensor(ids, device=self.weight.device)
         if ids.dtype.kind not in "iu":
             raise TypeError(f"Embedding: ids must be integers, got dtype {ids.dtype}")
+        if ids.device != self.weight.device:
+            raise DeviceError(f"Embedding: ids are on {ids.device} but the weight is on "
+                              f"{self.weight.device}; move them with .to()")
         n = self.weight.shape[0]
         bad = first_out_of_range(ids.data, n)   # checked here: CuPy would wrap a bad id silently
         if bad is not None:
             raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
-        return self.weight[ids]
+        # The ids are checked: the lookup is GetItem itself, without Tensor.__getitem__'s second
+        # bounds probe (on the GPU, a second read back to the host).
+        return apply(GetItem, self.weight, index=(ids.data,))
 
 
 class LayerNorm(Module):
