@@ -70,7 +70,8 @@ def is_grad_enabled() -> bool:
 
 
 def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
-    """The node for an op's result (when an input requires grad), or None under ``no_grad``.
+    """The node for an op's result, or None under ``no_grad``; ``apply`` asks only when an input
+    requires grad.
 
     The saved arrays that a user can reach (an input's or the output's data) are fingerprinted
     now, so that backward can refuse to run on values edited in place since (``inplace.py``).

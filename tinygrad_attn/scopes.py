@@ -20,11 +20,6 @@ def module_scope(module: Any) -> Iterator[None]:
         _running.pop()
 
 
-def current_scopes() -> tuple[Any, ...]:
-    """The modules running now, outermost first."""
-    return tuple(_running)
-
-
 def current_scope() -> Any:
     """The innermost module running now, or None."""
     return _running[-1] if _running else None

@@ -358,7 +358,7 @@ def _array_module(op: type[Op], inputs: tuple[Tensor | None, ...]) -> Any:
         elif type(t.data) is not type(first) and device_of(t.data) != device_of(first):
             devices = ", ".join(x.device for x in inputs if x is not None)
             raise DeviceError(f"{op.name}: inputs are on different devices ({devices}); move them with .to()")
-    return np if type(first) is np.ndarray else array_module(first)
+    return array_module(first)
 
 
 def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
@@ -444,17 +444,15 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
-    if (a.data.dtype.kind == "f") != (b.data.dtype.kind == "f"):    # int meets float: the float's dtype
-        float_dtype = a.dtype if _is_float(a.dtype) else b.dtype
-        a, b = (t if _is_float(t.dtype) else Tensor(t.data, dtype=float_dtype, device=t.device)
-                for t in (a, b))
+    a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
+    if a_float != b_float:                  # int meets float: the float's dtype (PyTorch)
+        if a_float:
+            b = Tensor(b.data, dtype=a.dtype, device=b.device)
+        else:
+            a = Tensor(a.data, dtype=b.dtype, device=a.device)
     if a.data.shape != b.data.shape:
-        _check_broadcast(op.name, a, b)
+        broadcast_shape(op.name, a.shape, b.shape)
     return apply(op, a, b)
-
-
-def _check_broadcast(op: str, *tensors: Tensor) -> None:
-    broadcast_shape(op, *(t.shape for t in tensors))
 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:
@@ -464,7 +462,7 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     a = a if isinstance(a, Tensor) else (like._lift(a) if like is not None else Tensor(a))
     b = b if isinstance(b, Tensor) else a._lift(b)
     cond = _as_mask(cond, device)
-    _check_broadcast("where", cond, a, b)
+    broadcast_shape("where", cond.shape, a.shape, b.shape)
     return apply(S.Where, cond, a, b)
 
 

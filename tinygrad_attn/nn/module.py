@@ -105,7 +105,7 @@ class Module:
         ``__call__`` runs ``forward`` in it; methods that call sub-modules without ``forward``
         (``TinyTransformer.generate``) use it so that nodes record the model's scopes.
         """
-        if not self.is_named and not scopes.current_scopes():
+        if not self.is_named and scopes.current_scope() is None:
             self.name_tree()
         with scopes.module_scope(self):
             yield
@@ -185,7 +185,8 @@ class Module:
         """Copy arrays into the parameters of the same names.
 
         Raises (before changing anything) a KeyError naming the missing or unexpected keys when
-        `strict`, and a ShapeError naming a key whose shape differs.
+        `strict`, a ShapeError naming a key whose shape differs, and a DeviceError for a GPU array
+        given to a model on the CPU.
         """
         params = dict(self.named_parameters())
         missing = [n for n in params if n not in state]

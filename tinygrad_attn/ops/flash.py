@@ -18,6 +18,7 @@ from ..shapes import attention_shapes
 from . import register
 from .base import Case, Op
 from .masking import causal_keep, masked_logits
+from .reduce import sum_keepdims
 
 _PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
 _FIRST_OFF = np.array([[False, False, True, True, True]])             # (1, Tk): block 0 wholly masked
@@ -168,7 +169,7 @@ class FlashAttention(Op):
         q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
-        delta = (grad * ctx.saved["out"]).sum(axis=-1, keepdims=True) if need_s else None  # D: (..., Tq, 1)
+        delta = sum_keepdims(xp, grad * ctx.saved["out"]) if need_s else None  # D: (..., Tq, 1)
         grad_q, grad_k, grad_v = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
                                   for x, need in ((q, need_q), (k, need_k), (v, need_v)))
         shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)

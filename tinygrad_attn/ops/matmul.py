@@ -22,7 +22,7 @@ class MatMul(Op):
     def forward(ctx, a, b):
         ctx.save(a=a, b=b)
         if a.ndim > 2 and b.ndim == 2:      # (..., n, k) @ (k, m): one GEMM over all the rows
-            return (_rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
+            return _shared_matrix_product(a, b)
         return a @ b
 
     @staticmethod
@@ -69,7 +69,7 @@ class Linear(Op):
     @staticmethod
     def forward(ctx, x, weight, bias):
         ctx.save(x=x, w=weight)
-        y = (_rows(x) @ weight).reshape(x.shape[:-1] + weight.shape[-1:])
+        y = _shared_matrix_product(x, weight)
         if bias is None:
             return y
         if bias.dtype != y.dtype:               # NumPy's dtype promotion, as x @ W + b
@@ -83,6 +83,11 @@ class Linear(Op):
         every row's outer product in one GEMM), db = Σ over the rows of G."""
         grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved["x"], ctx.saved["w"], grad)
         return grad_x, grad_w, _rows(grad).sum(axis=0) if ctx.needs_grad[2] else None
+
+
+def _shared_matrix_product(a, b):
+    """(..., n, k) @ (k, m) as one GEMM over all the rows of a, shaped back to (..., n, m)."""
+    return (_rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
 
 
 def _shared_matrix_backward(ctx, a, b, grad):
