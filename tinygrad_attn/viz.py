@@ -180,7 +180,13 @@ class CollectedGraph:
 
     def enclosing_cluster(self, path: str) -> str:
         """The innermost drawn cluster strictly enclosing module `path` ("" for the top level)."""
-        return next((p for p in ancestors(path)[1:] if p in self.clusters), "")
+        return _innermost(ancestors(path)[1:], self.clusters)
+
+
+def _innermost(paths: list[str], among: Any) -> str:
+    """The first of `paths` (innermost first, as ``ancestors`` lists them) that is in `among`, else
+    "" (the top level)."""
+    return next((p for p in paths if p in among), "")
 
 
 def _tensors(t: Tensor) -> list[Tensor]:
@@ -219,7 +225,7 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
 
     def cluster_of(path: str | None) -> str:
         """The innermost module around `path` ("blocks" is a list, not a module)."""
-        return next((p for p in ancestors(path) if p in modules), "") if path else ""
+        return _innermost(ancestors(path), modules) if path else ""
 
     def fold_of(path: str | None) -> str | None:
         """The outermost folded module containing `path`, if any."""
@@ -228,7 +234,8 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
     nodes: dict[str, DrawnNode] = {}
     ids: dict[int, str] = {}
     for index, x in enumerate(tensors):
-        path, target = _tensor_path(x), fold_of(_tensor_path(x))
+        path = _tensor_path(x)
+        target = fold_of(path)
         if target is None:
             ids[id(x)] = f"t{index}"
             nodes[ids[id(x)]] = DrawnNode(ids[id(x)], "tensor", cluster_of(path),
@@ -239,8 +246,7 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
         if fold in nodes:
             nodes[fold] = replace(nodes[fold], steps=nodes[fold].steps + inside)
         else:
-            around = next((p for p in ancestors(target)[1:] if p in modules), "")
-            nodes[fold] = DrawnNode(fold, "fold", around, {
+            nodes[fold] = DrawnNode(fold, "fold", _innermost(ancestors(target)[1:], modules), {
                 "label": f"{type(modules[target]).__name__}\\n{target or '(root)'}", "shape": "box3d",
                 "style": "filled", "fillcolor": "lavender"}, folded=target, steps=inside)
 
