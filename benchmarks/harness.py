@@ -104,7 +104,10 @@ def describe_environment(threads: int, torch: object | None) -> str:
     """The BLAS library behind NumPy, its thread count, and PyTorch's version and threads."""
     import numpy as np
 
-    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    except (TypeError, KeyError):       # NumPy before 1.25 prints its config and returns nothing
+        blas = {"name": "unknown", "version": ""}
     env = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"))
     lines = [f"NumPy {np.__version__}, BLAS {blas.get('name')} {blas.get('version')}, "
              f"OpenBLAS threads in use: {openblas_threads() or 'unknown'} ({env}); asked for {threads}"]

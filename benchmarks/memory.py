@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,7 +29,7 @@ def _status_kib(field: str) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
 
 
-def _one_pass(kernel: str, n: int) -> callable:
+def _one_pass(kernel: str, n: int) -> Callable[[], object]:
     rng = np.random.default_rng(0)
     q, k, v, d_out = (rng.standard_normal((1, 1, n, 64)).astype(np.float32) for _ in range(4))
     if kernel.startswith("torch"):

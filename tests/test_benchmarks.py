@@ -4,13 +4,20 @@ Timings are not asserted (speed is measured by the suite, not by tests); the BLA
 products is checked against the model's shapes.
 """
 
+import os
 import re
+
+import pytest
 
 from benchmarks.__main__ import main
 from benchmarks.workloads import blas_floor_products
 
 
-def test_quick_suite_prints_a_row_per_workload(capsys):
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
+                    reason="the memory workload reads Linux's /proc/self (peak resident size)")
+def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test
     assert main(["--quick", "--no-torch", "--idle", "0"]) == 0
     out = capsys.readouterr().out
     assert "PyTorch: not used (--no-torch, or not importable): tinygrad_attn side only" in out

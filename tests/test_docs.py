@@ -52,3 +52,11 @@ def test_architecture_lists_every_op_file():
     listed = set(re.findall(r"\| `ops/(\w+\.py)` \|", (DOCS / "architecture.md").read_text()))
     present = {p.name for p in (DOCS.parent / "tinygrad_attn" / "ops").glob("*.py")}
     assert listed == present
+
+
+def test_architecture_names_every_module_of_the_package():
+    """Each tinygrad_attn/*.py (but __init__ and __main__) is named in the layout table."""
+    table = (DOCS / "architecture.md").read_text().split("## Layout", 1)[1].split("\n\n", 2)[1]
+    listed = set(re.findall(r"`(\w+\.py)`", table))
+    present = {p.name for p in (DOCS.parent / "tinygrad_attn").glob("*.py") if not p.name.startswith("__")}
+    assert present - listed == set()
