@@ -115,9 +115,10 @@ def node_of(browser, index):
     return shown_view(browser)["nodes"][index]
 
 
-def click(browser, node_id):
+def click(browser, node_id, inside=""):
+    """A click on the SVG group titled `node_id` (or on its descendant matching XPath `inside`)."""
     node = browser.find_element(By.XPATH, f"//*[local-name()='g'][*[local-name()='title' and "
-                                          f"text()='{node_id}']]")
+                                          f"text()='{node_id}']]{inside}")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", node)
 
 
@@ -225,9 +226,7 @@ def test_a_folded_module_opens_on_click_and_folds_back(browser, tmp_path):
     browser.find_element(By.ID, "fold").click()           # fold the attention back
     assert shown_view(browser)["open"] == ["blocks.1"]
     check_panel(browser, steps[21])
-    cluster = browser.find_element(By.XPATH, "//*[local-name()='g'][*[local-name()='title' and "
-                                             "text()='cluster_blocks.1']]//*[local-name()='text']")
-    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", cluster)
+    click(browser, "cluster_blocks.1", inside="//*[local-name()='text']")      # the frame's title
     assert shown_view(browser)["key"] == "" and node_of(browser, 21) == "m_blocks.1"   # the frame's title
     check_panel(browser, steps[21])
     timings = browser.execute_script("return window.explorerTimings")

@@ -6,12 +6,16 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from test_ops_gradcheck import ALL_CASES  # every op × case, as the gradcheck runs them
 
 from tinygrad_attn.gradcheck import case_inputs
 from tinygrad_attn.ops import REGISTRY
 from tinygrad_attn.ops.base import Case, Context, quiet_float_errors
 
-ALL_CASES = [(name, i) for name, op in sorted(REGISTRY.items()) for i in range(len(op.cases))]
+
+def case_arrays(case: Case, rng: np.random.Generator) -> list:
+    """The case's input arrays (None where an input is absent), as an op's forward takes them."""
+    return [None if t is None else t.data for t in case_inputs(case, rng)]
 
 
 def differentiable(case: Case) -> list[int]:
@@ -52,7 +56,7 @@ class Poisoned:
 def test_backward_returns_none_exactly_where_no_grad_is_needed(name, index, rng):
     op = REGISTRY[name]
     case = op.cases[index]
-    arrays = [None if t is None else t.data for t in case_inputs(case, rng)]
+    arrays = case_arrays(case, rng)
     wrt = differentiable(case)
     with quiet_float_errors():
         out = op.forward(Context(np, (True,) * len(arrays), case.params), *arrays, **case.params)
@@ -85,7 +89,7 @@ SKIPPED_WORK = [
 def test_skipped_gradients_are_not_computed(name, pattern, poisoned, rng):
     op = REGISTRY[name]
     for case in op.cases:
-        arrays = [None if t is None else t.data for t in case_inputs(case, rng)]
+        arrays = case_arrays(case, rng)
         wrt = differentiable(case)
         needs = tuple(i in wrt and pattern[wrt.index(i)] for i in range(len(arrays)))
         with quiet_float_errors():
@@ -102,6 +106,6 @@ def test_poisoned_residual_is_noticed():
     """The check above can fail: a backward that reads a poisoned residual raises."""
     op = REGISTRY["scaled_dot_product_attention"]
     case = op.cases[0]
-    arrays = [None if t is None else t.data for t in case_inputs(case, np.random.default_rng(0))]
+    arrays = case_arrays(case, np.random.default_rng(0))
     with pytest.raises(AssertionError, match="backward used the residual 'k'"):
         run_backward(op, case, arrays, (True, False, False, False, False), np.ones((3, 2)), ("k",))
