@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="BLAS/OpenMP threads on both sides (default: the CPU count)")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="glibc keeps freed memory for reuse in this process, as `tinygrad-attn train` "
-                             "sets it (tinygrad_attn.host_memory); both libraries run under it")
+                             "sets it (tinygrad_attn.training.host_memory); both libraries run under it")
     parser.add_argument("--idle", type=float, default=0.15,
                         help="seconds idle before each sample, for BLAS threads to stop spinning")
     parser.add_argument("--no-torch", action="store_true", help="run tinygrad_attn only")
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .harness import set_thread_count
     set_thread_count(args.threads)          # before NumPy and PyTorch load their thread pools
     if args.keep_freed_memory:
-        from tinygrad_attn.host_memory import keep_freed_memory
+        from tinygrad_attn.training.host_memory import keep_freed_memory
         keep_freed_memory()
     from .harness import describe_environment, format_table
     from .workloads import WORKLOADS, Settings

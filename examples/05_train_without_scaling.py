@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from tinygrad_attn.tasks import get_task
-from tinygrad_attn.train import TrainConfig, accuracy, make_model, train
+from tinygrad_attn.training.loop import TrainConfig, accuracy, make_model, train
+from tinygrad_attn.training.tasks import get_task
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=300)

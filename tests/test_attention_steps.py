@@ -10,7 +10,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.demos import DEMOS
+from tinygrad_attn.viz.examples import DEMOS
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 RNG = np.random.default_rng(7)

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
-from tinygrad_attn import checkpoint, cli, nn, optim
+from tinygrad_attn import nn, optim
+from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
-from tinygrad_attn.tasks import EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
-from tinygrad_attn.train import DivergedError, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training import checkpoint
+from tinygrad_attn.training.loop import DivergedError, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 NAN, INF = math.nan, math.inf
@@ -140,7 +142,7 @@ def test_a_nan_loss_stops_training_at_that_step_leaving_the_last_good_state():
 
 
 def test_a_non_finite_gradient_norm_stops_training_before_the_update(monkeypatch):
-    import tinygrad_attn.train as train_module
+    import tinygrad_attn.training.loop as train_module
 
     model = make_model("copy", TINY)
     weights = model.state_dict()
@@ -153,7 +155,7 @@ def test_a_non_finite_gradient_norm_stops_training_before_the_update(monkeypatch
 
 
 def checkpoint_rngs(state):
-    from tinygrad_attn.train import rng_states
+    from tinygrad_attn.training.loop import rng_states
 
     return json.dumps(rng_states(state), sort_keys=True)
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tinygrad_attn import checkpoint
 from tinygrad_attn.errors import CheckpointError
+from tinygrad_attn.training import checkpoint
 
 
 def test_round_trip(tmp_path):

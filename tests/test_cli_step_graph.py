@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import tinygrad_attn as ta
-from tinygrad_attn import cli
-from tinygrad_attn.demos import DEMOS
+from tinygrad_attn.commands import cli
+from tinygrad_attn.viz.examples import DEMOS
 
 PROMPT = "[q] quit >"
 ROOT = Path(__file__).resolve().parents[1]

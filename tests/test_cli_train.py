@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from tinygrad_attn import checkpoint, cli
+from tinygrad_attn.commands import cli
+from tinygrad_attn.training import checkpoint
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
@@ -86,7 +87,7 @@ def test_every_config_field_is_a_flag_with_its_help_and_default(tmp_path, capsys
     import dataclasses
 
     from tinygrad_attn.commands.train import flag
-    from tinygrad_attn.train import TrainConfig
+    from tinygrad_attn.training.loop import TrainConfig
 
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])

@@ -55,8 +55,11 @@ def test_architecture_lists_every_op_file():
 
 
 def test_architecture_names_every_module_of_the_package():
-    """Each tinygrad_attn/*.py (but __init__ and __main__) is named in the layout table."""
+    """Each module at the package's root and in its wings (guards/, viz/, training/), but __init__ and
+    __main__, is named by its path in the layout table."""
     table = (DOCS / "architecture.md").read_text().split("## Layout", 1)[1].split("\n\n", 2)[1]
-    listed = set(re.findall(r"`(\w+\.py)`", table))
-    present = {p.name for p in (DOCS.parent / "tinygrad_attn").glob("*.py") if not p.name.startswith("__")}
+    listed = set(re.findall(r"`([\w/]+\.py)`", table))
+    package = DOCS.parent / "tinygrad_attn"
+    present = {str(p.relative_to(package)) for pattern in ("*.py", "guards/*.py", "viz/*.py", "training/*.py")
+               for p in package.glob(pattern) if not p.name.startswith("__")}
     assert present - listed == set()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinygrad_attn.cli import main
+from tinygrad_attn.commands.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = sorted((ROOT / "exercises").glob("[0-9][0-9]_*.py"))

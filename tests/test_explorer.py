@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
-from tinygrad_attn import cli
 from tinygrad_attn.backend import to_numpy
-from tinygrad_attn.demos import DEMOS
-from tinygrad_attn.explorer import array_json, explore
+from tinygrad_attn.commands import cli
+from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.explorer import array_json, explore
 
 
 def page_data(page: str) -> dict:
@@ -127,7 +127,7 @@ def test_the_page_is_self_contained_with_the_package_viewer_inlined():
     assert not re.search(r"https?://", page)
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
     assert page.count("<svg") == 1 and "<?xml" not in page and "DOCTYPE svg" not in page
-    assets = resources.files("tinygrad_attn") / "explorer_assets"
+    assets = resources.files("tinygrad_attn.viz") / "explorer_assets"
     assert (assets / "explorer.js").read_text(encoding="utf-8") in page
     assert (assets / "explorer.css").read_text(encoding="utf-8") in page
     assert "{{" not in page.replace((assets / "explorer.js").read_text(encoding="utf-8"), "")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tinygrad_attn.backend import to_numpy
-from tinygrad_attn.demos import DEMOS
-from tinygrad_attn.explorer import explore
-from tinygrad_attn.stepper import backprop_steps
+from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.explorer import explore
+from tinygrad_attn.viz.stepper import backprop_steps
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")

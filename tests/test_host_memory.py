@@ -15,7 +15,7 @@ PROBE = """
 import resource, sys
 import numpy as np
 if sys.argv[1] == "keep":
-    from tinygrad_attn.host_memory import keep_freed_memory
+    from tinygrad_attn.training.host_memory import keep_freed_memory
     assert keep_freed_memory() is True
 def faults_of_one_round():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -6,7 +6,7 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn, optim
-from tinygrad_attn.inplace import fingerprint
+from tinygrad_attn.guards.inplace import fingerprint
 
 
 def test_edit_of_a_saved_leaf_after_forward_names_op_and_tensor():

@@ -6,7 +6,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn import shapes
+from tinygrad_attn.guards import shapes
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import tinygrad_attn.commands.train as train_command
-from tinygrad_attn import checkpoint, cli
-from tinygrad_attn.tasks import get_task
-from tinygrad_attn.train import InterruptedMidStep, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.commands import cli
+from tinygrad_attn.training import checkpoint
+from tinygrad_attn.training.loop import InterruptedMidStep, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training.tasks import get_task
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine
-from tinygrad_attn.demos import DEMOS
+from tinygrad_attn.viz.examples import DEMOS
 
 
 def grads_after(build, drain):

@@ -11,7 +11,7 @@ from strict_backend import TRANSFERS, StrictArray
 
 import tinygrad_attn as ta
 from tinygrad_attn import nn, optim
-from tinygrad_attn.train import TrainConfig, make_model, train
+from tinygrad_attn.training.loop import TrainConfig, make_model, train
 
 
 def test_the_stand_in_refuses_host_conversion_and_numpy_calls(strict_cuda):
@@ -175,7 +175,7 @@ def test_the_device_fixture_runs_cuda_on_the_stand_in_without_a_gpu(device):
 
 
 def test_the_train_command_runs_and_resumes_on_cuda(strict_cuda, tmp_path, capsys):
-    from tinygrad_attn import cli
+    from tinygrad_attn.commands import cli
     run = str(tmp_path / "run")
     common = ["--steps", "3", "--batch-size", "4", "--d-model", "8", "--layers", "1", "--eval-size", "5"]
     assert cli.main(["train", "copy", "--device", "cuda", "--stop-after", "2", "--out", run] + common) == 0

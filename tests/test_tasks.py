@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tinygrad_attn.tasks import END, IGNORE, SEP, TASKS, decode, get_task, is_held_out
+from tinygrad_attn.training.tasks import END, IGNORE, SEP, TASKS, decode, get_task, is_held_out
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

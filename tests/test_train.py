@@ -7,11 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tinygrad_attn import checkpoint
 from tinygrad_attn.errors import CheckpointError
 from tinygrad_attn.optim import warmup_cosine
-from tinygrad_attn.tasks import END, SEP, get_task
-from tinygrad_attn.train import (
+from tinygrad_attn.training import checkpoint
+from tinygrad_attn.training.loop import (
     TrainConfig,
     TrainState,
     accuracy,
@@ -21,6 +20,7 @@ from tinygrad_attn.train import (
     save_run,
     train,
 )
+from tinygrad_attn.training.tasks import END, SEP, get_task
 
 TINY = dict(steps=24, d_model=16, num_heads=2, num_layers=1, batch_size=16, warmup=4)
 

@@ -10,8 +10,10 @@ import pytest
 from matplotlib.image import imread
 
 import tinygrad_attn as ta
-from tinygrad_attn import nn, viz
-from tinygrad_attn.demos import DEMOS
+from tinygrad_attn import nn
+from tinygrad_attn.guards.labels import tensor_label
+from tinygrad_attn.viz import graph as viz
+from tinygrad_attn.viz.examples import DEMOS
 
 
 def small_graph():
@@ -94,7 +96,7 @@ def test_op_nodes_carry_the_step_numbers_of_the_stepper():
         op_id, op = drawn[step]
         assert op == made.op
         out_id = re.search(rf"^\t+{op_id} -> (t\d+)$", source, re.M).group(1)     # the op's output
-        assert re.search(rf'^\t+{out_id} \[label="\{{{re.escape(ta.labels.tensor_label(made))}\|',
+        assert re.search(rf'^\t+{out_id} \[label="\{{{re.escape(tensor_label(made))}\|',
                          source, re.M)
     for name in ("Q", "K", "V", "Kᵀ", "Q Kᵀ", "S", "P", "O", "logits", "loss"):
         assert f'[label="{{{name}|' in source

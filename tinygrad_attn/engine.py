@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import anomaly, inplace
 from .errors import ShapeError
+from .guards import anomaly, inplace
 from .ops.base import Context, Op, quiet_float_errors
 from .scopes import current_scope
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .axes import normalize_axis
 from .backend import xp_for
 from .creation import generator_for
 from .errors import ShapeError
+from .guards.axes import normalize_axis
+from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .ops import attention as attention_ops
 from .ops import dropout as dropout_ops
 from .ops import flash as flash_ops
@@ -21,7 +22,6 @@ from .ops import matmul as matmul_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
-from .shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .tensor import Tensor, apply
 
 

@@ -16,17 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from . import anomaly, engine
-from .axes import normalize_axes, normalize_axis
+from . import engine
 from .backend import array_module, device_of, to_device, to_numpy, xp_for
 from .errors import DeviceError, IndexOutOfRange, ShapeError
+from .guards import anomaly
+from .guards.axes import normalize_axes, normalize_axis
+from .guards.shapes import broadcast_shape
 from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
 from .ops.base import Context, Op, quiet_float_errors
 from .scopes import current_scope
-from .shapes import broadcast_shape
 
 _default_dtype = np.dtype(np.float32)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..demos import DEMOS, Example
+from ..viz.examples import DEMOS, Example
 
 __all__ = ["DEMOS", "build_example", "example_parser"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..explorer import explore
+from ..viz.explorer import explore
 from .demo_options import DEMOS, build_example, example_parser
 
 

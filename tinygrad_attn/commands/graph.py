@@ -10,7 +10,8 @@ import argparse
 import sys
 import time
 
-from .. import nn, viz
+from .. import nn
+from ..viz import graph as viz
 from .demo_options import build_example, example_parser
 
 COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.TransformerBlock, nn.MLP,

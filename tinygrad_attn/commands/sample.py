@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from ..errors import CheckpointError, DeviceError
-from ..tasks import decode
-from ..train import answer, load_run
+from ..training.loop import answer, load_run
+from ..training.tasks import decode
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from ..stepper import Step, backprop_steps
+from ..viz.stepper import Step, backprop_steps
 from .demo_options import DEMOS, build_example, example_parser
 from .keys import read_key
 

@@ -16,14 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import checkpoint, plots
 from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError
-from ..host_memory import keep_freed_memory
 from ..nn import TinyTransformer
-from ..run_folder import RunFolder
-from ..tasks import TASKS, VOCAB, Task, decode, get_task
-from ..train import (
+from ..training import checkpoint, plots
+from ..training.host_memory import keep_freed_memory
+from ..training.loop import (
     DivergedError,
     History,
     InterruptedMidStep,
@@ -35,6 +33,8 @@ from ..train import (
     save_run,
     train,
 )
+from ..training.run_folder import RunFolder
+from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
 
 # Every TrainConfig field is a flag: --batch-size for batch_size, except these two.
 _RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}

@@ -10,8 +10,8 @@ import numpy as np
 from .. import functional as F
 from ..creation import generator
 from ..errors import DeviceError
+from ..guards.shapes import first_out_of_range
 from ..ops.shape import GetItem
-from ..shapes import first_out_of_range
 from ..tensor import Tensor, apply, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 

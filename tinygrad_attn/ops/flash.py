@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import attention_shapes
+from ..guards.shapes import attention_shapes
 from . import register
 from .base import Case, Op
 from .masking import causal_keep, masked_logits

@@ -26,8 +26,8 @@ import numpy as np
 from .labels import input_label, op_location, tensor_label
 
 if TYPE_CHECKING:
-    from .engine import Node
-    from .tensor import Tensor
+    from ..engine import Node
+    from ..tensor import Tensor
 
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
 _SMALL_BYTES = 1024

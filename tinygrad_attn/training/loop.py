@@ -30,15 +30,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import functional as F
+from ..backend import DEVICES, xp_for
+from ..creation import generator, manual_seed
+from ..errors import CheckpointError
+from ..nn import TinyTransformer
+from ..optim import AdamW, clip_grad_norm, warmup_cosine
+from ..tensor import Tensor
 from . import checkpoint
-from . import functional as F
-from .backend import DEVICES, xp_for
-from .creation import generator, manual_seed
-from .errors import CheckpointError
-from .nn import TinyTransformer
-from .optim import AdamW, clip_grad_norm, warmup_cosine
 from .tasks import END, IGNORE, VOCAB, Task, get_task
-from .tensor import Tensor
 
 
 def _setting(default: Any, meaning: str) -> Any:

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from . import viz
-from .backend import to_numpy
+from ..backend import to_numpy
+from ..tensor import Tensor
+from . import graph as viz
 from .stepper import Step, axis_labels, backprop_steps
-from .tensor import Tensor
 
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
 

@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .errors import AnomalyError
+from ..errors import AnomalyError
 from .labels import input_label, op_location
 
 if TYPE_CHECKING:
-    from .engine import Node
-    from .ops.base import Op
-    from .tensor import Tensor
+    from ..engine import Node
+    from ..ops.base import Op
+    from ..tensor import Tensor
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
 
 active = False      # set only by detect_anomaly
 

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train, sample, step through and draw tiny transformers built on tinygrad_attn.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"{__package__}.commands.{name}").add_parser(subparsers)
+        importlib.import_module(f"{__package__}.{name}").add_parser(subparsers)
     return parser
 
 

@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from . import engine, viz_png
-from .backend import to_numpy
-from .labels import tensor_label
-from .tensor import Tensor
+from .. import engine
+from ..backend import to_numpy
+from ..guards.labels import tensor_label
+from ..tensor import Tensor
+from . import png as viz_png
 
 SMALL = 12          # tensors with at most this many entries show their values, larger ones norms
 FORMULA_WIDTH = 36  # characters per line of an op's formula
@@ -378,5 +379,3 @@ def write_image(source: str, path: str | Path) -> Path:
         raise ValueError(f"render: cannot write {str(path)!r}: {reason}") from error
     return path
 
-
-from .explorer import explore  # noqa: E402,F401  (viz.explore: the explorer page; it draws with this module)

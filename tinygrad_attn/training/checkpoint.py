@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
 
 FORMAT = "tinygrad_attn-checkpoint-1"
 _META = "__meta__"

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import functional as F
-from .creation import manual_seed
-from .engine import no_grad
-from .nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
-from .tensor import Tensor
+from .. import functional as F
+from ..creation import manual_seed
+from ..engine import no_grad
+from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
+from ..tensor import Tensor
 
 WORDS = ("the", "cat", "sat", ".")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .errors import ShapeError
+from ..errors import ShapeError
 
 
 def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:

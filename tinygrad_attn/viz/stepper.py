@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
-from .backend import to_numpy
-from .labels import scope_name, tensor_label
-from .stepper_notes import Notes, is_parameter
-from .tensor import Tensor, seed_gradient
+from .. import engine
+from ..backend import to_numpy
+from ..guards.labels import scope_name, tensor_label
+from ..tensor import Tensor, seed_gradient
+from .notes import Notes, is_parameter
 
 WHOLE = 64          # arrays up to this many elements print whole
 # Residual names as a learner reads them (``ctx.saved`` keys of the ops).

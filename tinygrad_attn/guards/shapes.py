@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .backend import to_numpy
-from .errors import ShapeError
+from ..backend import to_numpy
+from ..errors import ShapeError
 
 Shape = tuple[int, ...]
 

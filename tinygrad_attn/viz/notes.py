@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
-from .backend import to_numpy
-from .labels import scope_name, tensor_label
+from .. import engine
+from ..backend import to_numpy
+from ..guards.labels import scope_name, tensor_label
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
 
