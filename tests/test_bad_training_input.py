@@ -96,6 +96,7 @@ def test_clip_grad_norm_error_if_nonfinite_as_in_pytorch():
     assert a.grad.tolist() == [3.0, np.inf] and b.grad.tolist() == [1.0]      # unchanged
     assert optim.clip_grad_norm([a, b], 1.0) == INF                            # default: no error
     assert a.grad.tolist() == [3.0, np.inf] and b.grad.tolist() == [1.0]
+    b = ta.Tensor([0.0, 0.0], requires_grad=True)
     b.grad = np.array([3.0, 4.0])
     assert optim.clip_grad_norm(b, 1.0, error_if_nonfinite=True) == 5.0       # one tensor, as in torch
     assert b.grad.round(6).tolist() == [0.6, 0.8]
@@ -160,19 +161,65 @@ def checkpoint_rngs(state):
     return json.dumps(rng_states(state), sort_keys=True)
 
 
-def test_cli_nan_training_names_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
+def test_cli_nan_training_keeps_no_weights_that_cannot_train_and_says_start_afresh(tmp_path, capsys):
+    """--lr 1e30: step 1 blows the weights up to ~1e30 and step 2's loss is NaN. Those weights give
+    that NaN again whatever the learning rate, so they are not kept (issue #22)."""
     out = tmp_path / "run"
     code = cli.main(["train", "copy", "--steps", "20", *SMALL, "--lr", "1e30", "--warmup", "0",
-                     "--out", str(out)])
+                     "--save-every", "1", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 1
     assert err.startswith("error: training diverged at step 2: the loss is nan")
     assert "(last finite loss" in err
+    assert err.endswith(f"no state of this run trained sanely, so none was kept; start afresh with a lower "
+                        f"learning rate, e.g. tinygrad-attn train copy --out {out} --lr 0.003")
+    assert not (out / "checkpoint.npz").exists() and not (out / "metrics.json").exists()
+
+
+def diverging_at(step, monkeypatch):
+    """Make the gradient norm of training step `step` infinite (the run diverges there)."""
+    import tinygrad_attn.training.loop as loop
+
+    calls, real = [], loop.clip_grad_norm
+
+    def clip(params, max_norm):
+        calls.append(1)
+        return INF if len(calls) == step else real(params, max_norm)
+
+    monkeypatch.setattr(loop, "clip_grad_norm", clip)
+
+
+@pytest.mark.parametrize("diverges, kept", [(6, 4), (5, 2)])
+def test_cli_diverged_run_keeps_the_last_checkpoint_whose_next_step_trained(tmp_path, capsys, monkeypatch,
+                                                                           diverges, kept):
+    out = tmp_path / "run"
+    diverging_at(diverges, monkeypatch)
+    code = cli.main(["train", "copy", "--steps", "20", *SMALL, "--save-every", "2", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 1 and err.startswith(f"error: training diverged at step {diverges}: the loss is ")
+    # The state of step diverges − 1 gave the infinite norm; a checkpoint of it (step 4 when
+    # diverging at 5) is never written.
+    assert err.endswith(f"{out}/checkpoint.npz holds step {kept}, the last state that trained sanely; "
+                        f"resume from it with a lower learning rate, e.g. tinygrad-attn train copy "
+                        f"--resume {out} --lr 0.0003")
     arrays, meta = checkpoint.load(out / "checkpoint.npz")
-    assert meta["step"] == 1 and all(np.isfinite(a).all() for a in arrays.values())
-    assert f"{out}/checkpoint.npz holds step 1; resume with other settings, e.g. tinygrad-attn train copy " \
-           f"--resume {out} --lr 1e+29" in err
-    assert not (out / "metrics.json").exists()
+    assert meta["step"] == kept and all(np.isfinite(a).all() for a in arrays.values())
+    monkeypatch.undo()
+    assert cli.main(["train", "copy", "--resume", str(out), "--lr", "0.0003", "--steps", "8"]) == 0
+    assert checkpoint.load(out / "checkpoint.npz")[1]["config"]["min_lr"] == 0.0001
+
+
+def test_cli_a_resumed_checkpoint_that_diverges_at_once_is_named_as_the_cause(tmp_path, capsys,
+                                                                              monkeypatch):
+    out = tmp_path / "run"
+    assert cli.main(["train", "copy", "--steps", "20", "--stop-after", "3", *SMALL, "--out", str(out)]) == 0
+    diverging_at(1, monkeypatch)
+    assert cli.main(["train", "copy", "--resume", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(f"{out}/checkpoint.npz holds step 3, whose weights gave that loss, so resuming cannot "
+                        f"help; start afresh with a lower learning rate, e.g. tinygrad-attn train copy --out "
+                        f"{out} --lr 0.0003 --overwrite")
+    assert checkpoint.load(out / "checkpoint.npz")[1]["step"] == 3        # left as it was
 
 
 @pytest.mark.parametrize("flags, message", [

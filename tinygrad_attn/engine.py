@@ -15,6 +15,7 @@ so that a drawing can show it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -28,8 +29,18 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
-class _State:
+class _ThreadState(threading.local):
+    """Grad mode, one per thread as in PyTorch: a thread starts with it on, and one thread's
+    ``no_grad`` never switches it for another."""
+
     grad_enabled = True
+
+
+_thread = _ThreadState()
+# How many no_grad blocks are open in all threads: while none is, ``record`` skips reading the
+# per-thread flag (a thread-local read costs several times a global's). Changed under the lock.
+_open_no_grad = 0
+_count_lock = threading.Lock()
 
 
 class Node:
@@ -57,16 +68,22 @@ class BackwardEvent(NamedTuple):
 
 @contextmanager
 def no_grad() -> Iterator[None]:
-    """Record no graph inside the block (inference, optimizer updates)."""
-    previous, _State.grad_enabled = _State.grad_enabled, False
+    """Record no graph inside the block (inference, optimizer updates), in this thread only."""
+    global _open_no_grad
+    with _count_lock:
+        _open_no_grad += 1
+    previous, _thread.grad_enabled = _thread.grad_enabled, False
     try:
         yield
     finally:
-        _State.grad_enabled = previous
+        _thread.grad_enabled = previous
+        with _count_lock:
+            _open_no_grad -= 1
 
 
 def is_grad_enabled() -> bool:
-    return _State.grad_enabled
+    """Whether this thread records graphs (False inside ``no_grad``)."""
+    return _thread.grad_enabled
 
 
 def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
@@ -76,7 +93,7 @@ def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
     The saved arrays that a user can reach (an input's or the output's data) are fingerprinted
     now, so that backward can refuse to run on values edited in place since (``inplace.py``).
     """
-    if not _State.grad_enabled:
+    if _open_no_grad and not _thread.grad_enabled:
         return None
     node = Node(op, ctx, inputs, current_scope())
     saved = ctx.saved
@@ -197,7 +214,7 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:
         grad = unbroadcast(grad, data.shape, node.op.name)
     if grad.dtype != data.dtype:
         grad = grad.astype(data.dtype)
-    if anomaly.active:
+    if anomaly.active:                  # some thread has anomaly mode on (check_gradient: this one?)
         anomaly.check_gradient(node, index, parent, grad)
     return grad
 

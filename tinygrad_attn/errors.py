@@ -24,3 +24,11 @@ class AnomalyError(FloatingPointError):
 
 class CheckpointError(ValueError):
     """A file is not a readable tinygrad_attn checkpoint (truncated, foreign or corrupt)."""
+
+
+class SaveError(OSError):
+    """A file could not be written (a full disk, a file-size limit, no permission); the message
+    names the file and the space it needs (``reason`` is the message without the file), and any
+    earlier file at that path is unchanged."""
+
+    reason = ""

@@ -207,6 +207,8 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
         array([[-1.,  1.]], dtype=float32)
     """
     _check_float("layer_norm", "x", x)
+    if x.ndim == 0:
+        raise ShapeError("layer_norm: x of shape () has no axis to normalise over; it needs at least 1 dim")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != x.shape[-1:]:
             raise ShapeError(f"layer_norm: {name} of shape {p.shape} does not match the last "
@@ -296,8 +298,9 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
     batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
+    # d_k = 0: every score is an empty sum, 0, whatever the scale (1 instead of 1/√0).
+    scale = (1 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
+    keep, bias = (_at_least_2d(m) for m in _mask_inputs(mask, q, batch + (n_q, n_k), name))
     if fused and not return_weights:
         return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
     # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
@@ -311,6 +314,14 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     weights = _named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
     out = weights @ v                                                   # (..., Tq, Dv)
     return (out, weights) if return_weights else out
+
+
+def _at_least_2d(mask: Tensor | None) -> Tensor | None:
+    """A 0-d or 1-d mask with leading axes of 1, so that the kernels can cut it into (query, key)
+    tiles (it broadcasts as before)."""
+    if mask is None or mask.ndim >= 2:
+        return mask
+    return Tensor(mask.data.reshape((1,) * (2 - mask.ndim) + mask.shape), device=mask.device)
 
 
 def _named(t: Tensor, name: str) -> Tensor:

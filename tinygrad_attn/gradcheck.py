@@ -8,6 +8,7 @@ function the values compared (and reported) are its gradient itself.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,19 +26,22 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
     """Check the gradients of ``fn(*inputs)`` for every input that requires grad.
 
     Float inputs are copied to float64 first. Returns True, or raises GradcheckError naming the
-    input, the worst element's index and its analytic and numeric values.
+    input, the worst element's index and its analytic and numeric values (also when either is
+    NaN or infinite). `eps` must be a finite number > 0, `atol` and `rtol` finite numbers >= 0
+    (ValueError otherwise: a NaN tolerance would pass any gradient).
 
     Example:
         >>> x = Tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
         >>> gradcheck(lambda t: (t * t).tanh(), [x])
         True
     """
+    _check_settings(eps, atol, rtol)
     pairs, is_scalar = _gradient_pairs(fn, inputs, eps)
     for position, analytic, numeric in pairs:
         excess = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
-        if (excess > 0).any() or not np.isfinite(analytic).all():
-            worst = np.unravel_index(np.nanargmax(np.where(np.isfinite(analytic), excess, np.inf)),
-                                     analytic.shape)
+        finite = np.isfinite(analytic) & np.isfinite(numeric)
+        if (excess > 0).any() or not finite.all():
+            worst = np.unravel_index(np.nanargmax(np.where(finite, excess, np.inf)), analytic.shape)
             name = getattr(inputs[position], "name", None)
             label = f"input {position}" + (f" ({name})" if name else "")
             of = "the gradient of the output" if is_scalar else \
@@ -49,9 +53,21 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
     return True
 
 
+def _check_settings(eps: float, atol: float, rtol: float) -> None:
+    """ValueError unless eps is a finite number > 0 and atol, rtol finite numbers >= 0."""
+    for name, value, lowest in (("eps", eps, "> 0"), ("atol", atol, ">= 0"), ("rtol", rtol, ">= 0")):
+        try:
+            ok = math.isfinite(value) and (value > 0 if name == "eps" else value >= 0)
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"gradcheck: {name} must be a finite number {lowest}, got {value!r}")
+
+
 def gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
                    eps: float = 1e-6) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(input position, analytic gradient, numeric gradient) for each input requiring grad."""
+    _check_settings(eps, 0.0, 0.0)
     return _gradient_pairs(fn, inputs, eps)[0]
 
 

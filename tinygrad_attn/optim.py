@@ -134,7 +134,8 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """m = β₁m + (1−β₁)g, v = β₂v + (1−β₂)g², p −= lr·m̂/(√v̂ + eps), hats = bias-corrected.
+    """m = β₁m + (1−β₁)g, v = β₂v + (1−β₂)g², p −= lr·m̂/(√v̂ + eps), hats = bias-corrected
+    (computed as PyTorch does: √v̂ = √v / √(1−β₂ᵗ) and lr / (1−β₁ᵗ), so v̂ never overflows).
 
     `weight_decay` adds wd·p to the gradient (L2), as torch.optim.Adam does. As in PyTorch, the
     bias correction counts the updates of each parameter (a step it had no grad is not one).
@@ -161,10 +162,12 @@ class Adam(Optimizer):
         elif self.weight_decay:
             grad = grad + self.weight_decay * p.data
         m = buffers["m"] = beta1 * buffers.get("m", 0) + (1 - beta1) * grad
-        v = buffers["v"] = beta2 * buffers.get("v", 0) + (1 - beta2) * grad * grad
-        m_hat = m / (1 - beta1 ** t)
-        v_hat = v / (1 - beta2 ** t)
-        p.data -= (self.lr * m_hat / (xp.sqrt(v_hat) + self.eps)).astype(p.dtype, copy=False)
+        v = buffers["v"] = beta2 * buffers.get("v", 0) + (1 - beta2) * grad * grad   # (1−β₂)g first
+        # In PyTorch's order: the bias corrections are applied to √v and to lr, never to v itself,
+        # so a float32 gradient of 1e20 (v ≈ 1e37) moves p by lr instead of overflowing v̂ to inf.
+        denom = xp.sqrt(v) / math.sqrt(1 - beta2 ** t) + self.eps
+        step_size = self.lr / (1 - beta1 ** t)
+        p.data -= (step_size * (m / denom)).astype(p.dtype, copy=False)
 
 
 class AdamW(Adam):

@@ -123,9 +123,15 @@ class Tensor:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        if value is not None and device_of(value) != self.device:
-            raise DeviceError(f"grad: a {device_of(value)} array cannot be the gradient of a tensor on "
-                              f"{self.device}; move it with backend.to_device first")
+        """An array of this tensor's shape on its device, or None (else DeviceError, ShapeError)."""
+        if value is not None:
+            if device_of(value) != self.device:
+                raise DeviceError(f"grad: a {device_of(value)} array cannot be the gradient of a tensor on "
+                                  f"{self.device}; move it with backend.to_device first")
+            if getattr(value, "shape", None) != self.data.shape:
+                got = f"shape {tuple(value.shape)}" if hasattr(value, "shape") else type(value).__name__
+                raise ShapeError(f"grad: the gradient of a tensor of shape {self.shape} must be an array "
+                                 f"of that shape, got {got}")
         self._grad = value
 
     @property
@@ -291,7 +297,10 @@ class Tensor:
             if self.device == "cpu" and (i.device if isinstance(i, Tensor) else device_of(i)) == "cuda":
                 raise DeviceError(f"getitem: the index is on cuda but the tensor is on {self.device}; "
                                   "move the index with .to() or backend.to_device")
-        index = tuple(xp.asarray(i.data if isinstance(i, Tensor) else i)
+        # Index arrays are copied: backward scatters through them, so a later edit of the caller's
+        # array must not move the gradient. An empty list selects nothing, as in NumPy.
+        index = tuple(xp.array(i.data if isinstance(i, Tensor) else i,
+                               dtype=np.intp if isinstance(i, list) and not i else None)
                       if isinstance(i, (Tensor, list, np.ndarray)) or device_of(i) == "cuda"
                       else i for i in index)
         try:
@@ -340,7 +349,7 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
         out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
     node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
-        anomaly.check_forward(op, xp, inputs, out, node, current_scope())
+        anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
     return Tensor._from_op(out, op.name, node)
 
 

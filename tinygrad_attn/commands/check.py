@@ -72,6 +72,9 @@ class ExerciseFileError(Exception):
 
 def find_exercise(path: Path) -> tuple[str, Exercise]:
     """The exercise a file solves, from its name: ``03_attention_backward.py`` → attention_backward."""
+    if not path.exists():
+        raise ExerciseFileError(f"check: {path}: no such file; the exercises are exercises/NN_name.py "
+                                f"with name one of: {', '.join(EXERCISES)}")
     if path.suffix != ".py" or not path.is_file():
         raise ExerciseFileError(f"check: {path} is not a Python file")
     match = re.fullmatch(r"\d+_(\w+)", path.stem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import xp_for
-from ..errors import CheckpointError, DeviceError
+from ..errors import CheckpointError, DeviceError, SaveError
+from ..files import write_atomically
 from ..nn import TinyTransformer
 from ..training import checkpoint, plots
 from ..training.host_memory import keep_freed_memory
@@ -25,12 +27,13 @@ from ..training.loop import (
     DivergedError,
     History,
     InterruptedMidStep,
+    StepOutOfMemory,
     TrainConfig,
     TrainState,
     accuracy,
     load_run,
     make_model,
-    save_run,
+    run_contents,
     train,
 )
 from ..training.run_folder import RunFolder
@@ -54,7 +57,8 @@ def _fail(message: str, code: int = 2) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Train as the flags say. Exit code 0 when done (or stopped by ``--stop-after``), 2 for a bad
-    flag, folder or checkpoint, 1 when training diverged, 130 on Ctrl-C.
+    flag, folder or checkpoint, 1 when training diverged, ran out of memory or a file could not
+    be written, 130 on Ctrl-C.
 
     Every step frees and remakes the same large arrays: the process keeps freed memory for reuse
     (``host_memory.keep_freed_memory``) instead of mapping fresh pages each step."""
@@ -77,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         if source is not None:
             model, state, config = _continue_run(source, task, overrides)
         else:
-            config = TrainConfig(**overrides)
+            config = TrainConfig(**_min_lr_at_most_lr(overrides, TrainConfig.min_lr))
             xp_for(config.device)
         held_out = task.held_out(config.eval_size)
         with _output_folder(args, task, source) as folder:
@@ -92,11 +96,21 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"the model{size} does not fit in memory ({e or 'MemoryError'})")
 
 
+def _min_lr_at_most_lr(overrides: dict[str, object], min_lr: float) -> dict[str, object]:
+    """An --lr below the min_lr in force (the default, or the resumed run's) lowers min_lr to it,
+    unless --min-lr was given too (then TrainConfig refuses a min_lr above lr)."""
+    if "lr" in overrides and "min_lr" not in overrides and overrides["lr"] < min_lr:
+        return {**overrides, "min_lr": overrides["lr"]}
+    return overrides
+
+
 def _check_saving_flags(args: argparse.Namespace) -> None:
     if args.stop_after is not None and args.stop_after < 1:
         raise ValueError(f"--stop-after must be at least 1, got {args.stop_after}")
     if args.save_every < 0:
         raise ValueError(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
+    if args.out is not None and not args.out.strip():
+        raise ValueError("--out is empty: name a folder, or leave --out out to write to runs/TASK")
 
 
 def _checkpoint_file(resume: str) -> Path:
@@ -116,7 +130,7 @@ def _continue_run(source: Path, task: Task, overrides: dict[str, object]
     if changed:
         raise ValueError(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
                          + ", ".join(f"{f}={getattr(config, f)}" for f in changed) + ")")
-    config = dataclasses.replace(config, **overrides)
+    config = dataclasses.replace(config, **_min_lr_at_most_lr(overrides, config.min_lr))
     if "steps" in overrides and config.steps <= state.step:
         raise ValueError(f"{source} has done {state.step} steps already, so --steps {config.steps} "
                          f"leaves none to do; pass --steps above {state.step} to train further")
@@ -125,12 +139,11 @@ def _continue_run(source: Path, task: Task, overrides: dict[str, object]
 
 def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) -> RunFolder:
     """``--out``, else the resumed run's own folder, else runs/TASK (making runs/ if needed)."""
-    if args.out:
+    if args.out is not None:
         return RunFolder(args.out, overwrite=args.overwrite, continues=source)
     if source is not None:
         return RunFolder(source.parent, overwrite=args.overwrite, continues=source)
-    Path("runs").mkdir(exist_ok=True)
-    return RunFolder(Path("runs", task.name), overwrite=args.overwrite)
+    return RunFolder(Path("runs", task.name), overwrite=args.overwrite, make_parent=True)
 
 
 def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
@@ -138,31 +151,87 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
     """Train with a progress bar and checkpoints; evaluate when all steps are done."""
     resume_hint = f"tinygrad-attn train {task.name} --resume {folder.path}"
     start = time.perf_counter()
-    code = _train_saving(args, task, config, model, state, folder.checkpoint, resume_hint)
+    code = _train_saving(args, task, config, model, state, folder, resume_hint)
     if code is not None:
         return code
     seconds = time.perf_counter() - start
     if state.step < config.steps:
         print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
         return 0
+    kept = f"the trained model (step {state.step}) is saved in {folder.checkpoint}"
     try:
         _evaluate(task, config, model, state, held_out, folder.path, seconds)
     except KeyboardInterrupt:
-        print(f"interrupted during evaluation; the trained model (step {state.step}) is saved in "
-              f"{folder.checkpoint}; evaluate it with: {resume_hint}", file=sys.stderr)
+        print(f"interrupted during evaluation; {kept}; evaluate it with: {resume_hint}", file=sys.stderr)
         return 130
+    except SaveError as e:
+        return _fail(f"{e}; {kept}; evaluate it again with: {resume_hint}", code=1)
+    except MemoryError as e:
+        fewer = max(1, len(held_out) // 4)
+        return _fail(f"out of memory while evaluating on {len(held_out)} held-out prompts "
+                     f"({e or 'MemoryError'}); {kept}; evaluate it with fewer: {resume_hint} "
+                     f"--eval-size {fewer}",
+                     code=1)
     return 0
 
 
+# A state is kept as a checkpoint once the step after it trained from it sanely: a finite loss
+# and gradient norm, the loss below this many times that of guessing uniformly (ln 15 ≈ 2.7).
+_SANE_LOSS = 10 * math.log(len(VOCAB))
+
+
+class _Checkpoints:
+    """The run's checkpoint file: written every ``--save-every`` steps, at the end and on Ctrl-C.
+
+    A periodic save keeps the state in memory and writes it once the next step, trained from its
+    weights, had a sane loss: so after a diverged run the file holds the last state that trained,
+    never the weights that gave the first NaN (resuming from those gives the NaN again, whatever
+    the learning rate).
+    """
+
+    def __init__(self, path: Path, model: TinyTransformer, state: TrainState, config: TrainConfig,
+                 task: Task, save_every: int):
+        self.path, self.model, self.state, self.config, self.task = path, model, state, config, task
+        self.save_every = save_every
+        self.saved_step = state.step if path.exists() else None    # the step the file holds
+        self.pending: tuple[int, dict, dict] | None = None
+
+    def after_step(self, step: int) -> None:
+        if self.pending is not None:
+            kept_step, arrays, meta = self.pending
+            self.pending = None
+            if kept_step == step - 1 and self.state.history.loss[-1] <= _SANE_LOSS:
+                self._write(arrays, meta, kept_step)
+        if self.save_every and step % self.save_every == 0 and _is_finite(self.model):
+            self.pending = (step, *run_contents(self.model, self.state, self.config, self.task))
+
+    def save_now(self) -> None:
+        """Write the current state (at the end, or when interrupted between steps)."""
+        self.pending = None
+        self._write(*run_contents(self.model, self.state, self.config, self.task), self.state.step)
+
+    def _write(self, arrays: dict, meta: dict, step: int) -> None:
+        checkpoint.save(self.path, arrays, meta)
+        self.saved_step = step
+
+    def kept(self) -> str:
+        """What the file holds, for a message."""
+        if self.saved_step is None:
+            return "nothing was saved"
+        return f"{self.path} holds step {self.saved_step}"
+
+
 def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
-                  state: TrainState, path: Path, resume_hint: str) -> int | None:
-    """Train from `state`, saving to `path` every ``--save-every`` steps, at the end and on Ctrl-C.
+                  state: TrainState, folder: RunFolder, resume_hint: str) -> int | None:
+    """Train from `state`, saving to the folder's checkpoint every ``--save-every`` steps, at the
+    end and on Ctrl-C.
 
     Returns None once training stopped normally (saved), else the exit code of an interrupted or
-    diverged run, having said why on stderr.
+    diverged run, or one whose checkpoint could not be written, having said why on stderr.
     """
     from tqdm import tqdm
 
+    saves = _Checkpoints(folder.checkpoint, model, state, config, task, args.save_every)
     bar = tqdm(total=config.steps, initial=state.step, desc=f"train {task.name}", unit="step",
                file=sys.stderr, mininterval=0.5)
 
@@ -170,30 +239,58 @@ def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, mod
         bar.update(1)
         if step % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(history.loss[-50:]):.4f}")
-        if args.save_every and step % args.save_every == 0 and _is_finite(model):
-            save_run(path, model, state, config, task)
+        saves.after_step(step)
 
     try:
-        with bar:
-            train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
-    except InterruptedMidStep:
-        kept = f"{path} (the last checkpoint saved) is kept" if path.exists() else "nothing was saved"
-        print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {kept}",
-              file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        save_run(path, model, state, config, task)
-        print(f"interrupted after step {state.step}; saved it; resume with: {resume_hint}", file=sys.stderr)
-        return 130
-    except DivergedError as e:
-        if _is_finite(model):
-            save_run(path, model, state, config, task)
-        kept = f"{path} holds step {checkpoint.load(path)[1]['step']}" if path.exists() else \
-            "no finite state was saved"
-        return _fail(f"{e}. {kept}; resume with other settings, e.g. {resume_hint} --lr {config.lr / 10:g}",
+        try:
+            with bar:
+                train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
+        except InterruptedMidStep:
+            kept = f"{saves.path} (step {saves.saved_step}) is kept" if saves.saved_step is not None \
+                else "nothing was saved"
+            print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {kept}",
+                  file=sys.stderr)
+            return 130
+        except KeyboardInterrupt:
+            try:
+                saves.save_now()
+            except SaveError as e:
+                print(f"interrupted after step {state.step}; could not save it: {e}; {saves.kept()}",
+                      file=sys.stderr)
+                return 130
+            print(f"interrupted after step {state.step}; saved it; resume with: {resume_hint}",
+                  file=sys.stderr)
+            return 130
+        except DivergedError as e:
+            return _fail(f"{e}. {_after_divergence(saves, task, config, folder, resume_hint)}", code=1)
+        except StepOutOfMemory as e:
+            saves.save_now()        # the step changed nothing: the state is the last completed step's
+            return _fail(f"{e}: a batch of {config.batch_size} sequences with d_model={config.d_model} and "
+                         f"{config.num_layers} layers needs more memory than is free; {saves.kept()} "
+                         f"(resume it where more memory is free: {resume_hint}, or start afresh with a "
+                         f"smaller --batch-size)", code=1)
+        saves.save_now()
+    except SaveError as e:
+        return _fail(f"{e}; {saves.kept()}" + (f"; resume with: {resume_hint}" if saves.saved_step else ""),
                      code=1)
-    save_run(path, model, state, config, task)
     return None
+
+
+def _after_divergence(saves: _Checkpoints, task: Task, config: TrainConfig, folder: RunFolder,
+                      resume_hint: str) -> str:
+    """What a diverged run kept, and the run to try next with a lower learning rate."""
+    lower = min(config.lr / 10, TrainConfig.lr)
+    if saves.saved_step is not None and saves.saved_step < saves.state.step:
+        return (f"{saves.path} holds step {saves.saved_step}, the last state that trained sanely; "
+                f"resume from it with a lower learning rate, e.g. {resume_hint} --lr {lower:g}")
+    if saves.saved_step is not None:
+        what = (f"{saves.path} holds step {saves.saved_step}, whose weights gave that loss, so resuming "
+                "cannot help")
+    else:
+        what = "no state of this run trained sanely, so none was kept"
+    again = f"tinygrad-attn train {task.name} --out {folder.path} --lr {lower:g}" + \
+        (" --overwrite" if saves.saved_step is not None else "")
+    return f"{what}; start afresh with a lower learning rate, e.g. {again}"
 
 
 def _is_finite(model: TinyTransformer) -> bool:
@@ -202,14 +299,15 @@ def _is_finite(model: TinyTransformer) -> bool:
 
 def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: TrainState,
               held_out: list[list[int]], out: Path, seconds: float) -> None:
-    """Held-out accuracy, metrics.json, the loss curve and the attention grid."""
+    """Held-out accuracy, metrics.json, the loss curve and the attention grid, each file written
+    whole or not at all (SaveError)."""
     acc = accuracy(model, task, held_out)
     losses = state.history.loss
     metrics = {"task": task.name, "steps": state.step, "train_seconds": round(seconds, 2),
                "held_out_exact_match": acc, "held_out_size": len(held_out),
                "final_loss": float(np.mean(losses[-50:])), "config": dataclasses.asdict(config),
                **dataclasses.asdict(state.history)}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    write_atomically(out / "metrics.json", json.dumps(metrics, indent=1).encode())
     plots.loss_curve(losses, out / "loss.png", f"{task.name}: training loss")
     shown = max(held_out, key=len)
     example = shown + task.solve(shown)       # the model reads all but the last token

@@ -1,14 +1,17 @@
 """Anomaly mode: stop at the first op whose output or gradient holds NaN or Inf.
 
-Off by default. ``apply`` and the backward pass each test the one flag ``active``; only when it is
-on do they call ``check_forward`` (which also records the user's line on the node) and
-``check_gradient``.
+Off by default, and per thread (as PyTorch's): one thread's ``detect_anomaly`` never checks another
+thread's ops. ``apply`` and the backward pass each test the one module-level count ``active`` (of
+the blocks open in all threads); only when it is not 0 do they call ``check_forward`` (which also
+records the user's line on the node) and ``check_gradient``, which first ask whether this thread
+is inside a block.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -23,7 +26,15 @@ if TYPE_CHECKING:
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
 
-active = False      # set only by detect_anomaly
+
+
+class _ThreadState(threading.local):
+    on = False          # this thread is inside detect_anomaly
+
+
+_thread = _ThreadState()
+active = 0          # detect_anomaly blocks open in all threads; changed only by it, under the lock
+_count_lock = threading.Lock()
 
 
 @contextmanager
@@ -31,23 +42,37 @@ def detect_anomaly() -> Iterator[None]:
     """Raise AnomalyError at the first op whose output or gradient holds NaN or Inf.
 
     The error names the op, its module scope, the bad input or output, and the file and line of
-    user code that created the op. Off by default; when off it costs one flag test per op.
+    user code that created the op. Off by default and per thread (ops run by other threads are
+    not checked); when off everywhere it costs one flag test per op.
     """
     global active
-    previous, active = active, True
+    with _count_lock:
+        active += 1
+    previous, _thread.on = _thread.on, True
     try:
         yield
     finally:
-        active = previous
+        _thread.on = previous
+        with _count_lock:
+            active -= 1
 
 
-def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | None, scope: Any) -> None:
-    """Remember the user's line on the node; raise if `out` is not finite, naming the inputs that
+def is_anomaly_enabled() -> bool:
+    """Whether this thread is inside ``detect_anomaly``."""
+    return _thread.on
+
+
+def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | None, scope: Any,
+                  params: dict[str, Any] | None = None) -> None:
+    """In a thread inside ``detect_anomaly``: remember the user's line on the node; raise if `out`
+    holds NaN, +inf or a −inf that is not masking (``_masking_neg_inf``), naming the inputs that
     already held NaN or Inf (else this op made them)."""
+    if not _thread.on:
+        return
     site = _user_site()
     if node is not None:
         node.site = site
-    if _is_finite(xp, out):
+    if _is_finite(xp, out) or _masking_neg_inf(op.name, xp, inputs, out, params or {}):
         return
     bad = [input_label(i, t) for i, t in enumerate(inputs) if t is not None and not _is_finite(xp, t.data)]
     cause = (f"; inputs already holding NaN or Inf: {', '.join(bad)}" if bad
@@ -56,9 +81,35 @@ def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | N
                        f"{op_location(scope, inputs, site)}")
 
 
+# Ops that only move elements: a −inf in their output was in an input (a masked score carried on).
+_MOVES = frozenset({"reshape", "transpose", "getitem", "split", "concat", "stack", "where", "masked_fill"})
+
+
+def _masking_neg_inf(name: str, xp: Any, inputs: tuple, out: Any, params: dict[str, Any]) -> bool:
+    """True if every non-finite element of `out` is a documented −inf of masking: log_softmax's
+    masked positions (a False keep, a −inf float mask or a −inf logit), masked_fill's value −inf,
+    or a −inf that an op moving elements carries on from an input. NaN and +inf never are."""
+    if name not in _MOVES and name != "log_softmax":
+        return False
+    if bool(xp.isnan(out).any()) or bool((out == xp.inf).any()):
+        return False
+    neg_inf = lambda a: a.dtype.kind == "f" and bool((a == -xp.inf).any())
+    if name in _MOVES:
+        return (name == "masked_fill" and params.get("value") == -float("inf")) or \
+            any(t is not None and neg_inf(t.data) for t in inputs)
+    x, keep, bias = inputs
+    allowed = x.data == -xp.inf
+    if keep is not None:
+        allowed = allowed | ~keep.data
+    if bias is not None:
+        allowed = allowed | (bias.data == -xp.inf)
+    return not bool(((out == -xp.inf) & ~allowed).any())
+
+
 def check_gradient(node: Node, index: int, parent: Tensor, grad: Any) -> None:
-    """Raise if the gradient that `node`'s backward sends to input `index` is not finite."""
-    if not _is_finite(node.ctx.xp, grad):
+    """In a thread inside ``detect_anomaly``: raise if the gradient that `node`'s backward sends to
+    input `index` is not finite."""
+    if _thread.on and not _is_finite(node.ctx.xp, grad):
         raise AnomalyError(f"{node.op.name}: backward gradient {tuple(grad.shape)} for "
                            f"{input_label(index, parent)} holds NaN or Inf"
                            f"{op_location(node.scope, node.parents, node.site)}")

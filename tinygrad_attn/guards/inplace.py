@@ -13,7 +13,9 @@ stays on the device until backward compares it. An array saved by two ops (tanh'
 the next mul's input) is fingerprinted once at forward and read once per backward pass.
 
 Limits: a large array edited in a way that keeps the sum (two elements swapped) goes unseen;
-private residuals (softmax probabilities) and array params (getitem's index) are not fingerprinted.
+private residuals (softmax probabilities) are not fingerprinted. Index arrays (getitem's,
+an embedding's ids) are not watched but copied when the op runs, so editing them afterwards
+changes no gradient.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ _SMALL_BYTES = 1024
 
 
 def fingerprint(array: Any) -> Any:
-    """The bytes of a small NumPy array; else Σ of its bits as unsigned ints of its itemsize,
-    modulo 2^(8·itemsize)."""
-    if isinstance(array, np.ndarray) and array.nbytes <= _SMALL_BYTES:
+    """The bytes of a small NumPy array, or of one whose itemsize no unsigned integer has (a
+    longdouble's 16); else Σ of its bits as unsigned ints of its itemsize, modulo 2^(8·itemsize)."""
+    unsigned = _UNSIGNED.get(array.dtype.itemsize)
+    if isinstance(array, np.ndarray) and (array.nbytes <= _SMALL_BYTES or unsigned is None):
         return array.tobytes()
-    unsigned = _UNSIGNED[array.dtype.itemsize]
     return array.view(unsigned).sum(dtype=unsigned)
 
 

@@ -67,8 +67,9 @@ class Embedding(Module):
         if bad is not None:
             raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
         # The ids are checked: the lookup is GetItem itself, without Tensor.__getitem__'s second
-        # bounds probe (on the GPU, a second read back to the host).
-        return apply(GetItem, self.weight, index=(ids.data,))
+        # bounds probe (on the GPU, a second read back to the host). Backward scatters through
+        # them, so they are a copy: editing the ids tensor after forward moves no gradient.
+        return apply(GetItem, self.weight, index=(ids.data.copy(),))
 
 
 class LayerNorm(Module):

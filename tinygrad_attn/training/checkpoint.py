@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
+from ..files import save_error, write_atomically
 
 FORMAT = "tinygrad_attn-checkpoint-1"
 _META = "__meta__"
@@ -37,24 +37,23 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict[str,
     """Write `arrays` and the JSON-serialisable `meta` to `path` atomically; returns the path.
 
     The file is written to a temporary name in the same folder, flushed to disk, then renamed
-    over `path`; on any error the temporary file is removed and `path` is left as it was. It gets
-    the file mode of any other new file (0666 less the umask), not a temporary file's 0600.
+    over `path` (``files.write_atomically``); on any error the temporary file is removed and `path`
+    is left as it was. It gets the file mode of any other new file (0666 less the umask).
+
+    Raises:
+        SaveError: the file could not be written (a full disk, a file-size limit): the message
+            names it and about how much space it needs.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     blob = np.frombuffer(json.dumps({"format": FORMAT, **meta}).encode(), dtype=np.uint8)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    entries = {**arrays, _META: blob}
+    # The .npz is the arrays' bytes plus a zip entry and a .npy header (~250 bytes) for each.
+    size = sum(np.asarray(a).nbytes + 256 + 2 * len(name) for name, a in entries.items())
     try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, **{_META: blob})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise save_error(path, error, size) from None
+    return write_atomically(path, lambda f: np.savez(f, **entries), size=size)
 
 
 def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -62,11 +61,16 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
+    kind = _kind(path)
+    if kind is not None:        # not a zip: say what it is, never NumPy's advice about pickles
+        beside = path.with_name("checkpoint.npz")
+        hint = f"; the checkpoint of this run is {beside}" if beside != path and beside.is_file() else ""
+        raise CheckpointError(f"{path}: not a readable tinygrad_attn checkpoint ({kind}, not an .npz "
+                              f"archive){hint}")
     try:
         data = np.load(path, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
-            raise ValueError(f"a single {'.npy array' if isinstance(data, np.ndarray) else 'text file'}, "
-                             f"not an .npz archive")
+            raise ValueError("not an .npz archive")
         with data:
             arrays = {key: data[key] for key in data.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
@@ -78,3 +82,24 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a tinygrad_attn checkpoint (no {FORMAT} metadata)")
     return arrays, meta
+
+
+def _kind(path: Path) -> str | None:
+    """None for a zip archive (an .npz), else what the file is in words, from its first bytes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read it ({error.strerror or error})") from None
+    if head.startswith(b"PK\x03\x04"):
+        return None
+    if head.startswith(b"\x93NUMPY"):
+        return "a single .npy array"
+    if not head:
+        return "an empty file"
+    text = head.lstrip()[:1]
+    if text in (b"{", b"["):
+        return "a JSON file"
+    if text and all(32 <= c < 127 or c in b"\t\r\n" for c in head):
+        return "a text file"
+    return "a file of another format"

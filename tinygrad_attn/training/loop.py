@@ -33,7 +33,7 @@ import numpy as np
 from .. import functional as F
 from ..backend import DEVICES, xp_for
 from ..creation import generator, manual_seed
-from ..errors import CheckpointError
+from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
 from ..optim import AdamW, clip_grad_norm, warmup_cosine
 from ..tensor import Tensor
@@ -96,6 +96,9 @@ class TrainConfig:
                              f"min_lr >= 0, weight_decay >= 0 and seed >= 0, got dropout={self.dropout}, "
                              f"lr={self.lr}, warmup={self.warmup}, clip={self.clip}, min_lr={self.min_lr}, "
                              f"weight_decay={self.weight_decay}, seed={self.seed}")
+        if self.min_lr > self.lr:
+            raise ValueError(f"TrainConfig: min_lr {self.min_lr:g} is above lr {self.lr:g}; the cosine "
+                             f"decays from lr down to min_lr, so min_lr must be at most lr")
         if self.device not in DEVICES:
             raise ValueError(f"TrainConfig: unknown device {self.device!r}: expected one of {DEVICES}")
 
@@ -107,6 +110,11 @@ class DivergedError(FloatingPointError):
 
 class InterruptedMidStep(KeyboardInterrupt):
     """A second Ctrl-C stopped a step half-way: the weights may be half-updated, so do not save."""
+
+
+class StepOutOfMemory(MemoryError):
+    """A step ran out of memory before it changed anything (the forward or backward pass): the
+    run's state is that of the last completed step, its random draws included, so it can be saved."""
 
 
 @dataclass
@@ -166,7 +174,10 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
 
     Raises:
         DivergedError: a step's loss or gradient norm is NaN or infinite; `state` is left as it
-            was after the last completed step, so it can be saved and resumed with other settings.
+            was after the last completed step, whose weights gave that loss (so resuming from them
+            repeats it: the train command keeps an earlier checkpoint instead).
+        StepOutOfMemory: a step ran out of memory before changing anything; `state` is that of the
+            last completed step.
         KeyboardInterrupt: Ctrl-C; it takes effect after the running step (and its ``on_step``),
             so `state` is that of a completed step. InterruptedMidStep (a KeyboardInterrupt) if
             Ctrl-C is pressed twice within one step; then `state` may be half-updated.
@@ -191,13 +202,20 @@ def _step(model: TinyTransformer, task: Task, config: TrainConfig, state: TrainS
     """One optimizer step; raises DivergedError, with `state` as it was, if it cannot be taken."""
     rngs = rng_states(state)
     lr = warmup_cosine(state.step, config.lr, config.warmup, config.steps, config.min_lr)
+    try:
+        ids, targets = task.batch(state.data_rng, config.batch_size)
+        logits = model(Tensor(ids, device=config.device))                   # (B, T, V)
+        loss = F.cross_entropy(logits, Tensor(targets, device=config.device), ignore_index=IGNORE)
+        state.optimizer.zero_grad()
+        loss.backward()
+        norm = clip_grad_norm(state.optimizer.params, config.clip)
+    except BaseException as error:      # nothing changed but the generators: put them back
+        restore_rng_states(state, rngs)
+        if isinstance(error, MemoryError):
+            raise StepOutOfMemory(f"step {state.step + 1} ran out of memory ({error or 'MemoryError'})") \
+                from error
+        raise
     state.optimizer.lr = lr
-    ids, targets = task.batch(state.data_rng, config.batch_size)
-    logits = model(Tensor(ids, device=config.device))                       # (B, T, V)
-    loss = F.cross_entropy(logits, Tensor(targets, device=config.device), ignore_index=IGNORE)
-    state.optimizer.zero_grad()
-    loss.backward()
-    norm = clip_grad_norm(state.optimizer.params, config.clip)
     if not (math.isfinite(loss.item()) and math.isfinite(norm)):
         restore_rng_states(state, rngs)
         last = state.history.loss
@@ -295,23 +313,36 @@ class Run(NamedTuple):
 def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
              config: TrainConfig, task: Task) -> Path:
     """Write a run to one checkpoint, atomically: the weights, the optimizer's buffers and the
-    history as arrays; the task, the config, the step and the generators' states as metadata."""
+    history as arrays; the task, the config, the step and the generators' states as metadata.
+
+    Raises:
+        SaveError: the file could not be written (a full disk); an earlier file is unchanged.
+    """
+    return checkpoint.save(path, *run_contents(model, state, config, task))
+
+
+def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
+                 task: Task) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(arrays, meta) of the checkpoint `save_run` writes: copies, so they keep this step's state
+    while training goes on (``checkpoint.save`` writes them)."""
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
     arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
     arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
                    for k, v in dataclasses.asdict(state.history).items()})
     meta = {"task": task.name, "config": dataclasses.asdict(config), "step": state.step,
             "rng": rng_states(state)}
-    return checkpoint.save(path, arrays, meta)
+    return arrays, meta
 
 
 def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on).
 
     Raises:
-        CheckpointError: the file is missing, truncated, not a checkpoint, or its arrays do not
-            fit the model and optimizer its config describes.
-        DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing).
+        CheckpointError: the file is missing, truncated, not a checkpoint, its arrays do not
+            fit the model and optimizer its config describes, it lacks part of the optimizer's
+            state, or its generators' states cannot be restored.
+        DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
+            the message says to load it with device "cpu").
     """
     if device is not None:
         xp_for(device)
@@ -322,14 +353,44 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
         config = config_from_dict(meta["config"])
         if device is not None:
             config = dataclasses.replace(config, device=device)
+        else:
+            _check_saved_device(path, config.device)
         model = make_model(task, config)
         model.load_state_dict(part("model/"))
         state = TrainState.fresh(model, config)
-        state.optimizer.load_state_dict(part("optim/"))
         state.step = int(meta["step"])
+        _check_optimizer_state(state, part("optim/"))
+        state.optimizer.load_state_dict(part("optim/"))
         state.history = History(**{k: v.tolist() for k, v in part("history/").items()})
         restore_rng_states(state, meta["rng"])
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
                               f"model or run ({type(e).__name__}: {e})") from None
     return Run(model, state, config, task)
+
+
+def _check_saved_device(path: str | os.PathLike, device: str) -> None:
+    """DeviceError, with the way out, when the device a checkpoint was trained on is unusable here."""
+    try:
+        xp_for(device)
+    except DeviceError as e:
+        raise DeviceError(f"{path} was trained on {device}, which cannot be used here ({e}); load it "
+                          f"on the CPU with --device cpu (device='cpu')") from None
+
+
+def _check_optimizer_state(state: TrainState, saved: dict[str, np.ndarray]) -> None:
+    """ValueError unless `saved` holds the optimizer's whole state at the run's step: its step count
+    and, after a step, every buffer of every parameter (a run continued without them would not
+    go on as the uninterrupted one)."""
+    optimizer = state.optimizer
+    steps = saved.get("steps")
+    if steps is None or int(steps) != state.step:
+        raise ValueError(f"the optimizer state is missing or not of step {state.step} "
+                         f"(its step count is {None if steps is None else int(steps)})")
+    if state.step:
+        missing = [f"{i}.{b}" for i in range(len(optimizer.params)) for b in optimizer.buffer_names
+                   if f"{i}.{b}" not in saved]
+        if missing:
+            raise ValueError(f"the optimizer state lacks {len(missing)} of its buffers "
+                             f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}), so the "
+                             f"run cannot continue exactly")

@@ -1,15 +1,19 @@
 """PNG figures of a run: the loss curve and a grid of attention heatmaps (layer × head).
 
 matplotlib is imported inside each function with the Agg backend, so importing this module is
-cheap and plotting needs no display.
+cheap and plotting needs no display. Each PNG is drawn in memory and written whole or not at all
+(``files.write_atomically``: a full disk raises SaveError and leaves no truncated file).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from ..files import write_atomically
 
 
 def _pyplot():
@@ -37,9 +41,7 @@ def loss_curve(losses: Sequence[float], path: str | Path, title: str = "training
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)
 
 
 def attention_grid(maps: Sequence[np.ndarray], tokens: Sequence[str], path: str | Path,
@@ -64,6 +66,14 @@ def attention_grid(maps: Sequence[np.ndarray], tokens: Sequence[str], path: str 
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path: str | Path) -> Path:
+    """The figure as a PNG at `path`, written atomically; the figure is closed either way."""
+    image = io.BytesIO()
+    try:
+        fig.savefig(image, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return write_atomically(path, image.getvalue())

@@ -20,8 +20,9 @@ Example:
 from __future__ import annotations
 
 import itertools
+import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -100,10 +101,16 @@ class Task:
         Raises:
             ValueError: there are fewer than `size` held-out prompts (the message gives how many).
         """
-        if size > (pool := self.count_held_out(stop_at=size)):
+        pool = self.count_held_out(stop_at=4 * size)       # exact when below 4 * size
+        if size > pool:
             raise ValueError(f"{self.name}: asked for {size} held-out prompts, but only {pool} exist "
                              f"(1 prompt in 20 is held out); ask for at most {pool}")
         rng = np.random.default_rng(seed)
+        if 4 * size > pool:
+            # A quarter of the pool or more: drawing until `size` distinct ones turn up would take
+            # ~20·pool·log(pool) draws near the whole pool, so list the pool and choose from it.
+            every = [prompt for family in self.families() for prompt in _held_out_prompts(family)]
+            return [every[i] for i in rng.choice(len(every), size, replace=False).tolist()]
         prompts: dict[tuple[int, ...], None] = {}
         draws = 1000 * (size + 100)     # ~20 per prompt, more when size is near the pool's size
         for _ in range(draws):
@@ -142,6 +149,20 @@ def _count_held_out(family: tuple[Sequence[int], ...]) -> int:
     n − k, crc(A‖B) = crc(A‖0…) ⊕ crc(0…‖B) ⊕ crc(0…0). Two tables of the halves' CRCs then give
     every prompt's CRC as one XOR, 10⁸ prompts in a fraction of a second.
     """
+    return sum(int(held.sum()) for _, held in _held_out_blocks(family))
+
+
+def _held_out_prompts(family: tuple[Sequence[int], ...]) -> list[list[int]]:
+    """Every held-out prompt of a family, in lexicographic order (from the same tables)."""
+    k = len(family) // 2
+    fronts, backs = (list(itertools.product(*half)) for half in (family[:k], family[k:]))
+    return [list(fronts[start + f] + backs[b])
+            for start, held in _held_out_blocks(family) for f, b in zip(*np.nonzero(held))]
+
+
+def _held_out_blocks(family: tuple[Sequence[int], ...]) -> Iterator[tuple[int, np.ndarray]]:
+    """(first front row, booleans fronts × backs: held out) for blocks of the family's first-half
+    prompts against every second half, ~10⁷ pairs per block."""
     k = len(family) // 2
     zeros_after, zeros_before = bytes(len(family) - k), bytes(k)
     front = np.array([zlib.crc32(bytes(a) + zeros_after) for a in itertools.product(*family[:k])],
@@ -149,8 +170,8 @@ def _count_held_out(family: tuple[Sequence[int], ...]) -> int:
     back = np.array([zlib.crc32(zeros_before + bytes(b)) for b in itertools.product(*family[k:])],
                     dtype=np.uint32) ^ np.uint32(zlib.crc32(bytes(len(family))))
     chunk = max(1, 10**7 // len(back))
-    return sum(int(((front[i:i + chunk, None] ^ back) % 20 == 0).sum())
-               for i in range(0, len(front), chunk))
+    for i in range(0, len(front), chunk):
+        yield i, (front[i:i + chunk, None] ^ back) % 20 == 0
 
 
 def decode(ids: list[int] | np.ndarray) -> str:
@@ -160,6 +181,7 @@ def decode(ids: list[int] | np.ndarray) -> str:
 
 LIST_LEN = 8
 ADD_DIGITS = 3
+_DIGITS = frozenset("0123456789")
 
 
 class _ListTask(Task):
@@ -181,7 +203,7 @@ class _ListTask(Task):
 
     def parse(self, text: str) -> list[int]:
         tokens = text.replace(",", " ").rstrip(" |").split()
-        if not tokens or not all(t.isdigit() and len(t) == 1 for t in tokens):
+        if not tokens or not all(t in _DIGITS for t in tokens):      # "²".isdigit() is True
             raise ValueError(f"{self.name}: expected single digits separated by spaces, like '3 1 2', "
                              f"got {text!r}")
         if len(tokens) > LIST_LEN:
@@ -271,11 +293,14 @@ class Add(Task):
         return [int(c) for c in reversed(f"{a + b:0{ADD_DIGITS + 1}d}")] + [END]
 
     def parse(self, text: str) -> list[int]:
-        parts = text.replace("=", " ").replace(" ", "").split("+")
-        if len(parts) != 2 or not all(p.isdigit() and len(p) <= ADD_DIGITS for p in parts):
-            raise ValueError(f"add: expected 'a + b' with numbers of at most {ADD_DIGITS} digits, "
-                             f"got {text!r}")
-        return self._prompt(int(parts[0]), int(parts[1]))
+        """'a + b' (or 'a + b ='), a and b whole numbers of 1 to 3 digits 0-9; anything else, such
+        as '1 + 2 = 3' or '1 2 + 3', is refused rather than read as another sum."""
+        number = rf"([0-9]{{1,{ADD_DIGITS}}})"
+        match = re.fullmatch(rf"\s*{number}\s*\+\s*{number}\s*(=\s*)?", text)
+        if match is None:
+            raise ValueError(f"add: expected 'a + b' (optionally ending in '='), a and b whole numbers "
+                             f"of 1 to {ADD_DIGITS} digits 0-9, like '42 + 199'; got {text!r}")
+        return self._prompt(int(match.group(1)), int(match.group(2)))
 
     @staticmethod
     def _prompt(a: int, b: int) -> list[int]:

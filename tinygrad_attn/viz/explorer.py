@@ -140,12 +140,5 @@ def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...
     page = re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset("explorer.html"))
     written = None
     if path is not None:
-        written = Path(path)
-        try:
-            written.parent.mkdir(parents=True, exist_ok=True)
-            written.write_text(page, encoding="utf-8")
-        except OSError as error:
-            blocker = next((p for p in written.parents if p.exists() and not p.is_dir()), None)
-            reason = f"{str(blocker)!r} is a file, not a folder" if blocker else error.strerror or str(error)
-            raise ValueError(f"explore: cannot write {str(written)!r}: {reason}") from error
+        written = viz.write_file("explore", Path(path), page.encode("utf-8"))     # whole or not at all
     return Explorer(page, len(steps), written)

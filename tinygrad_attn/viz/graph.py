@@ -32,6 +32,8 @@ import numpy as np
 
 from .. import engine
 from ..backend import to_numpy
+from ..errors import SaveError
+from ..files import write_atomically
 from ..guards.labels import tensor_label
 from ..tensor import Tensor
 from . import png as viz_png
@@ -360,7 +362,8 @@ def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
 
 def write_image(source: str, path: str | Path) -> Path:
     """Lay out DOT `source` and write it to `path` as SVG or PNG (by the extension), creating
-    missing parent folders.
+    missing parent folders. The file is written whole or not at all (``files.write_atomically``),
+    so a full disk leaves no truncated picture and an earlier one unchanged.
 
     Raises:
         ValueError: as ``render``.
@@ -370,12 +373,22 @@ def write_image(source: str, path: str | Path) -> Path:
     if fmt not in ("svg", "png"):
         raise ValueError(f"render: path must end in .svg or .png, got {path.name!r}")
     image = source_to_image(source, fmt)
+    return write_file("render", path, image)
+
+
+def write_file(caller: str, path: Path, content: bytes) -> Path:
+    """`content` written atomically to `path`, making its parent folders; ValueError naming the
+    file and the reason (a file in the way, a full disk and the space needed) when it cannot be."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(image)
+        return write_atomically(path, content)
     except OSError as error:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        reason = f"{str(blocker)!r} is a file, not a folder" if blocker else error.strerror or str(error)
-        raise ValueError(f"render: cannot write {str(path)!r}: {reason}") from error
-    return path
+        if blocker:
+            reason = f"{str(blocker)!r} is a file, not a folder"
+        elif isinstance(error, SaveError):
+            reason = error.reason                       # the reason and the space needed
+        else:
+            reason = error.strerror or str(error)
+        raise ValueError(f"{caller}: cannot write {str(path)!r}: {reason}") from error
 

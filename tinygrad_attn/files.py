@@ -1,0 +1,95 @@
+"""Writing a file so that it is whole or not there: a temporary file in the same folder, flushed to
+disk, then renamed over the target (``os.replace``, atomic on one filesystem).
+
+A write that fails (a full disk, a file-size limit, no permission) removes the temporary file and
+leaves any earlier file at the target as it was, and raises ``SaveError``: an OSError whose one-line
+message names the file, the reason and how much space the file needs.
+
+Example:
+    >>> import tempfile
+    >>> path = write_atomically(tempfile.mkdtemp() + "/a.txt", b"hello")
+    >>> path.read_bytes()
+    b'hello'
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import SaveError
+
+
+def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryIO], None],
+                     size: int | None = None) -> Path:
+    """Write `content` (bytes, or a function writing to a binary file) to `path` atomically.
+
+    The file gets the mode of any other new file (0666 less the umask), not a temporary file's
+    0600. `size` is what the file needs, for the message of a failed write (the length of bytes
+    by default).
+
+    Raises:
+        SaveError: the file could not be written; `path` is unchanged.
+    """
+    path = Path(path)
+    size = len(content) if isinstance(content, bytes) else size
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as error:
+        raise save_error(path, error, size) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(content, bytes):
+                f.write(content)
+            else:
+                content(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as error:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and not isinstance(error, SaveError):
+            raise save_error(path, error, size) from None
+        raise
+    return path
+
+
+def save_error(path: Path, error: OSError, size: int | None) -> SaveError:
+    """A SaveError for `path`: its reason in words and, for a full disk or a file-size limit,
+    the space the file needs (and what is free)."""
+    reason = error.strerror or str(error)
+    needs = f"it needs {_amount(size)}" if size is not None else ""
+    if error.errno == errno.ENOSPC:
+        free = _free_space(path.parent)
+        needs = ", ".join(p for p in (needs, f"{_amount(free)} free" if free is not None else "") if p)
+        reason += f" ({needs}; free some space or write elsewhere)" if needs else ""
+    elif error.errno == errno.EFBIG:
+        reason += f" ({needs + ', ' if needs else ''}above the file-size limit, see ulimit -f)"
+    elif error.errno == errno.EDQUOT:
+        reason += f" ({needs + ', ' if needs else ''}above your disk quota)"
+    saved = SaveError(f"cannot write {path}: {reason}")
+    saved.errno, saved.reason = error.errno, reason
+    return saved
+
+
+def _free_space(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def _amount(size: int) -> str:
+    """A byte count in words: 912 bytes, 3.4 kB, 1.2 MB, 2.5 GB (powers of 1000)."""
+    if size < 1000:
+        return f"{size} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if size < 1000 * scale or unit == "GB":
+            return f"{size / scale:.1f} {unit}"
+    raise AssertionError("unreachable")
