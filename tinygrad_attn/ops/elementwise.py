@@ -22,7 +22,7 @@ class Add(Op):
     """c = a + b."""
 
     name = "add"
-    formula = ("da = dc", "db = dc")
+    formula = {"a": "da = dc", "b": "db = dc"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -40,7 +40,7 @@ class Sub(Op):
     """c = a − b."""
 
     name = "sub"
-    formula = ("da = dc", "db = −dc")
+    formula = {"a": "da = dc", "b": "db = −dc"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -58,7 +58,8 @@ class Mul(Op):
     """c = a ⊙ b."""
 
     name = "mul"
-    formula = ("da = dc ⊙ b", "db = dc ⊙ a")
+    formula = {"a": "da = dc ⊙ b", "b": "db = dc ⊙ a"}
+    residuals = {"a": "A", "b": "B"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -79,7 +80,8 @@ class Div(Op):
     """c = a / b."""
 
     name = "div"
-    formula = ("da = dc / b", "db = −dc ⊙ a / b²")
+    formula = {"a": "da = dc / b", "b": "db = −dc ⊙ a / b²"}
+    residuals = {"a": "A", "b": "B"}
     cases = (Case((3, 4), (3, 4), domain="nonzero"), Case((2, 3), (3,), domain="nonzero"))
 
     @staticmethod
@@ -100,7 +102,11 @@ class Pow(Op):
     """c = a ** b, differentiable in both the base and the exponent."""
 
     name = "pow"
-    formula = ("da = dc ⊙ b ⊙ a^(b−1), 0 where b = 0", "db = dc ⊙ c ⊙ ln a, 0 where a = 0 and b ≥ 0")
+    formula = {
+        "a": "da = dc ⊙ b ⊙ a^(b−1), 0 where b = 0",
+        "b": "db = dc ⊙ c ⊙ ln a, 0 where a = 0 and b ≥ 0",
+    }
+    residuals = {"a": "A", "b": "B", "c": "C (the output)"}
     cases = (Case((3, 4), (3, 4), domain="positive"), Case((3, 4), np.array(2.0)),
              Case((3, 4), np.array(-1.5), domain="positive"), Case((2, 3), (3,), domain="positive"))
 
@@ -129,7 +135,7 @@ class Neg(Op):
     """y = −x."""
 
     name = "neg"
-    formula = ("dx = −dy",)
+    formula = {"x": "dx = −dy"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -147,7 +153,8 @@ class Exp(Op):
     """y = eˣ."""
 
     name = "exp"
-    formula = ("dx = dy ⊙ y",)
+    formula = {"x": "dx = dy ⊙ y"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -167,7 +174,8 @@ class Log(Op):
     """y = ln x."""
 
     name = "log"
-    formula = ("dx = dy / x",)
+    formula = {"x": "dx = dy / x"}
+    residuals = {"x": "x (the input)"}
     cases = (Case((3, 4), domain="positive"),)
 
     @staticmethod
@@ -186,7 +194,8 @@ class Sqrt(Op):
     """y = √x."""
 
     name = "sqrt"
-    formula = ("dx = dy / (2y)",)
+    formula = {"x": "dx = dy / (2y)"}
+    residuals = {"y": "y (the output)"}
     cases = (Case((3, 4), domain="positive"),)
 
     @staticmethod
@@ -206,7 +215,8 @@ class Tanh(Op):
     """y = tanh x."""
 
     name = "tanh"
-    formula = ("dx = dy ⊙ (1 − y²)",)
+    formula = {"x": "dx = dy ⊙ (1 − y²)"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -227,7 +237,8 @@ class Sigmoid(Op):
     """y = σ(x) = 1 / (1 + e⁻ˣ), computed without overflow for large |x|."""
 
     name = "sigmoid"
-    formula = ("dx = dy ⊙ y ⊙ (1 − y)",)
+    formula = {"x": "dx = dy ⊙ y ⊙ (1 − y)"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -249,7 +260,8 @@ class Relu(Op):
     """y = max(x, 0)."""
 
     name = "relu"
-    formula = ("dx = dy ⊙ [x > 0]",)
+    formula = {"x": "dx = dy ⊙ [x > 0]"}
+    residuals = {"x": "x (the input)"}
     cases = (Case((3, 4), domain="nonzero"),)
 
     @staticmethod
@@ -268,49 +280,44 @@ _GELU_C = math.sqrt(2 / math.pi)
 
 @register
 class Gelu(Op):
-    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form.
-
-    Computed as y = x·s with s = σ(2u) = 1/(1 + e^(−2u)), the same number since ½(1 + tanh u) = σ(2u):
-    one exp instead of one tanh, which NumPy computes about twice as fast.
-    """
+    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form."""
 
     name = "gelu"
-    formula = ("dx = dy ⊙ (s + 2x·s(1 − s)·√(2/π)(1 + 3·0.044715x²)), s = σ(2u) = ½(1 + tanh u)",)
+    formula = {"x": "dx = dy ⊙ (h + x · 2h(1 − h) · √(2/π)(1 + 3·0.044715x²)),  h = ½(1 + tanh u)"}
+    residuals = {"x": "x (the input)", "h": "h = ½(1 + tanh u)"}
     cases = _UNARY_CASES
 
     @staticmethod
     def forward(ctx, x):
-        # −2u = −2√(2/π)·x·(1 + 0.044715x²), the cube factored into products: NumPy's x ** 3 calls
-        # pow, about 20 times slower than multiplying. Each step runs in place on one fresh array,
-        # so the op allocates s and y and nothing else. e^(−2u) overflows to inf for very negative
-        # x, where s = 1/inf = 0 and y = 0, as the limit says.
+        # Each step runs in place on one fresh array, so the op allocates h and y and nothing else,
+        # and the cube is factored into products (NumPy's x ** 3 calls pow, about 20 times slower).
         xp = ctx.xp
-        s = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
-        s *= 0.044715
-        s += 1
-        s *= x
-        s *= -2 * _GELU_C
-        xp.exp(s, out=s)
-        s += 1
-        xp.reciprocal(s, out=s)                         # s = σ(2u)
-        ctx.save(x=x, s=s)
-        return xp.multiply(x, s, out=xp.empty_like(s))
+        h = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
+        h *= 0.044715
+        h += 1
+        h *= x
+        h *= _GELU_C                                    # u = √(2/π)·x·(1 + 0.044715x²)
+        xp.tanh(h, out=h)
+        h += 1
+        h *= 0.5                                        # h = ½(1 + tanh u)
+        ctx.save(x=x, h=h)
+        return xp.multiply(x, h, out=xp.empty_like(h))  # y = x · h
 
     @staticmethod
     def backward(ctx, grad):
-        """dy/dx = s + x·ds/dx with ds/dx = 2s(1 − s)·du/dx, du/dx = √(2/π)(1 + 3·0.044715x²)
-        (σ' = σ(1 − σ); in the tanh form this is ½(1 + t) + ½x(1 − t²)·du/dx)."""
+        """y = x·h with h = ½(1 + tanh u), so dy/dx = h + x · dh/du · du/dx, where
+        dh/du = ½(1 − tanh² u) = 2h(1 − h) and du/dx = √(2/π)(1 + 3·0.044715x²)."""
         if not ctx.needs_grad[0]:
             return (None,)
         xp = ctx.xp
-        x, s = ctx.saved["x"], ctx.saved["s"]
-        slope = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here: du/dx, dy/dx
+        x, h = ctx.saved["x"], ctx.saved["h"]
+        slope = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here
         slope *= 3 * 0.044715
         slope += 1
-        slope *= 2 * _GELU_C                        # 2·du/dx
+        slope *= 2 * _GELU_C                        # 2 · du/dx
         slope *= x
-        slope *= s
-        slope *= 1 - s                              # 2x·s(1 − s)·du/dx
-        slope += s
+        slope *= h
+        slope *= 1 - h                              # x · 2h(1 − h) · du/dx
+        slope += h
         slope *= grad
         return (slope,)
