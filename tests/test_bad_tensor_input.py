@@ -125,3 +125,162 @@ def test_gradcheck_of_a_vector_output_says_the_values_are_of_the_projection():
     x = ta.Tensor([3.0, 1.0], requires_grad=True)
     with pytest.raises(ta.GradcheckError, match=r"gradients of ⟨v, f\(x\)⟩ for a random cotangent v"):
         ta.gradcheck(lambda t: apply(_ThreeQuarterMul, t, t), [x])
+
+
+# ----- issue #22: the last silent failures on the tensor side -----
+@pytest.mark.parametrize("setting, value, message", [
+    ("eps", float("nan"), "eps must be a finite number > 0, got nan"),
+    ("eps", 0.0, "eps must be a finite number > 0, got 0.0"),
+    ("eps", -1e-6, "eps must be a finite number > 0, got -1e-06"),
+    ("eps", float("inf"), "eps must be a finite number > 0, got inf"),
+    ("atol", float("nan"), "atol must be a finite number >= 0, got nan"),
+    ("atol", -1.0, "atol must be a finite number >= 0, got -1.0"),
+    ("rtol", float("nan"), "rtol must be a finite number >= 0, got nan"),
+    ("rtol", float("inf"), "rtol must be a finite number >= 0, got inf"),
+    ("rtol", "0.1", "rtol must be a finite number >= 0, got '0.1'"),
+])
+def test_gradcheck_refuses_settings_that_would_pass_a_wrong_backward(setting, value, message):
+    x = ta.Tensor([3.0, 1.0], requires_grad=True)
+    wrong = lambda t: apply(_ThreeQuarterMul, t, t)             # noqa: E731
+    with pytest.raises(ta.GradcheckError):
+        ta.gradcheck(wrong, [x])
+    with pytest.raises(ValueError, match=f"^gradcheck: {message}$"):
+        ta.gradcheck(wrong, [x], **{setting: value})
+
+
+def test_gradcheck_with_zero_tolerances_is_an_exact_comparison():
+    x = ta.Tensor([3.0], requires_grad=True)
+    with pytest.raises(ta.GradcheckError):
+        ta.gradcheck(lambda t: t * 2.0, [x], atol=0.0, rtol=0.0)          # rounding differs
+    assert ta.gradcheck(lambda t: t * 2.0, [x], atol=1e-8, rtol=0.0)
+
+
+def test_index_arrays_edited_after_forward_move_no_gradient():
+    """The ids a lookup used are the ids its backward scatters to, whatever happens to the
+    caller's array or tensor afterwards (the weight gradient was silently wrong)."""
+    def weight_grads(edit):
+        emb = ta.nn.Embedding(5, 2)
+        ids = ta.Tensor(np.array([[0, 3], [3, 1]]))
+        index = np.array([4, 0, 4])
+        x = ta.Tensor(np.arange(10.0).reshape(5, 2), requires_grad=True)
+        cot = np.arange(4.0).reshape(2, 2, 1) + 1
+        y = (emb(ids) * cot).sum() + (x[index] * np.array([[1.0], [2.0], [3.0]])).sum()
+        if edit:
+            ids.data[0, 0], index[:] = 4, 2
+        y.backward()
+        return emb.weight.grad, x.grad
+
+    ta.manual_seed(0)
+    emb_clean, x_clean = weight_grads(edit=False)
+    ta.manual_seed(0)
+    emb_edited, x_edited = weight_grads(edit=True)
+    np.testing.assert_array_equal(emb_edited, emb_clean)
+    np.testing.assert_array_equal(emb_clean[:, 0], [1.0, 4.0, 0.0, 5.0, 0.0])       # ids 0, 3, 3, 1
+    np.testing.assert_array_equal(x_edited, x_clean)
+    np.testing.assert_array_equal(x_clean[:, 0], [2.0, 0.0, 0.0, 0.0, 4.0])         # rows 4, 0, 4
+
+
+@pytest.mark.parametrize("mask", [np.array(True), np.array([True, False, True]),
+                                  np.array([[1.0, 0.0, -2.0]])])
+def test_flash_attention_takes_masks_of_fewer_than_two_dims_as_plain_attention(mask):
+    rng = np.random.default_rng(0)
+    q, k, v = (ta.Tensor(rng.standard_normal((2, 3, 4)), requires_grad=True) for _ in range(3))
+    plain = F.scaled_dot_product_attention(q, k, v, mask=mask)
+    flash = F.flash_attention(q, k, v, mask=mask, block_size=2)
+    np.testing.assert_allclose(flash.data, plain.data, atol=1e-12)
+    assert ta.gradcheck(lambda a, b, c: F.flash_attention(a, b, c, mask=mask, block_size=2), [q, k, v])
+
+
+@pytest.mark.parametrize("attention", [F.scaled_dot_product_attention, F.flash_attention])
+def test_attention_with_key_size_zero_returns_the_empty_or_uniform_result(attention):
+    """d_k = 0: every score is an empty sum, 0, so each query averages the values (no
+    ZeroDivisionError from 1/√0); with d_v = 0 too the result has shape (…, 0), as in PyTorch."""
+    empty = ta.Tensor(np.zeros((2, 3, 0)), requires_grad=True)
+    assert attention(empty, empty, empty).shape == (2, 3, 0)
+    q, k = ta.Tensor(np.zeros((2, 3, 0)), requires_grad=True), ta.Tensor(np.zeros((2, 4, 0)))
+    v = ta.Tensor(np.arange(16.0).reshape(2, 4, 2), requires_grad=True)
+    out = attention(q, k, v)
+    np.testing.assert_allclose(out.data, np.broadcast_to(v.data.mean(axis=1, keepdims=True), (2, 3, 2)))
+    assert ta.gradcheck(lambda a: attention(q, k, a), [v])
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda s: F.layer_norm(s), r"layer_norm: x of shape \(\) has no axis to normalise over; it needs at "
+                                r"least 1 dim"),
+    (lambda s: ta.nn.LayerNorm(1)(s), r"layer_norm: x of shape \(\) has no axis"),
+    (lambda s: F.linear(s, ta.ones(1, 2)), r"linear: x of shape \(\) does not fit weight of shape \(1, 2\)"),
+    (lambda s: ta.nn.Linear(1, 2)(s), r"linear: x of shape \(\) does not fit weight of shape \(1, 2\)"),
+])
+def test_layer_norm_and_linear_of_a_zero_d_tensor_are_shape_errors(build, message):
+    with pytest.raises(ta.ShapeError, match=message):
+        build(ta.Tensor(2.0, requires_grad=True))
+
+
+def test_an_empty_list_index_selects_nothing_as_in_numpy():
+    x = ta.Tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    y = x[[]]
+    assert y.shape == np.arange(6.0).reshape(3, 2)[[]].shape == (0, 2)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, np.zeros((3, 2)))
+
+
+def test_a_preset_grad_of_another_shape_is_refused_not_broadcast():
+    x = ta.Tensor(np.ones((3, 3)), requires_grad=True)
+    with pytest.raises(ta.ShapeError, match=r"^grad: the gradient of a tensor of shape \(3, 3\) must be an "
+                                            r"array of that shape, got shape \(3, 1\)$"):
+        x.grad = np.zeros((3, 1))
+    with pytest.raises(ta.ShapeError, match=r"must be an array of that shape, got float$"):
+        x.grad = 0.5
+    assert x.grad is None
+    x.grad = np.full((3, 3), 2.0)                       # the right shape accumulates
+    (x * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad, np.full((3, 3), 5.0))
+
+
+def test_a_longdouble_tensor_of_any_size_is_fingerprinted_and_edits_are_caught():
+    x = ta.Tensor(np.linspace(-1, 1, 65).astype(np.longdouble), requires_grad=True)     # > 1 KiB
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad, 2 * x.data)
+    y = (x * x).sum()
+    x.data[3] += 1
+    with pytest.raises(RuntimeError, match=r"mul: input 0 \(leaf\) of shape \(65,\) was changed in place"):
+        y.backward()
+
+
+def test_adam_moves_a_parameter_whose_float32_gradient_is_1e20_by_lr_as_pytorch():
+    """v = (1 − β₂) g² ≈ 1e37 fits in float32 but v / (1 − β₂) overflowed: the update was lr · m̂ / inf
+    = 0 with an overflow warning. Bias-correcting √v instead gives PyTorch's step, lr."""
+    import warnings
+
+    p = ta.Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    opt = ta.optim.Adam([p], lr=0.1)
+    p.grad = np.full(3, 1e20, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step()
+    np.testing.assert_allclose(p.data, 0.9, rtol=1e-6)      # torch.optim.Adam gives 0.9 here
+
+
+def test_anomaly_mode_accepts_the_documented_minus_inf_of_masking():
+    keep = np.array([[True, False, True], [False, False, False]])
+    x = ta.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    with ta.detect_anomaly():
+        log_p = F.log_softmax(x, mask=keep)
+        filled = x.masked_fill(~keep, -np.inf)
+        moved = filled.T.reshape(3, 2)                               # −inf carried on by moves
+        p = F.softmax(moved.T, mask=keep)
+        (log_p.masked_fill(~keep, 0.0) + p).sum().backward()
+    assert log_p.data[0, 1] == -np.inf and filled.data[0, 1] == -np.inf
+    assert np.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize("build, op", [
+    (lambda x, m: x.masked_fill(m, np.nan), "masked_fill"),
+    (lambda x, m: x.masked_fill(m, np.inf), "masked_fill"),
+    (lambda x, m: x.log(), "log"),
+    (lambda x, m: x.masked_fill(m, -np.inf) * 2.0, "mul"),           # −inf used in arithmetic
+])
+def test_anomaly_mode_still_reports_nan_inf_and_minus_inf_outside_masking(build, op):
+    x = ta.Tensor(np.array([[0.0, 1.0], [2.0, 3.0]]), requires_grad=True)
+    with ta.detect_anomaly(), pytest.raises(ta.AnomalyError, match=f"^{op}: forward output"):
+        build(x, np.array([[True, False], [False, False]]))

@@ -216,9 +216,9 @@ def test_cli_a_resumed_checkpoint_that_diverges_at_once_is_named_as_the_cause(tm
     diverging_at(1, monkeypatch)
     assert cli.main(["train", "copy", "--resume", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.endswith(f"{out}/checkpoint.npz holds step 3, whose weights gave that loss, so resuming cannot "
-                        f"help; start afresh with a lower learning rate, e.g. tinygrad-attn train copy --out "
-                        f"{out} --lr 0.0003 --overwrite")
+    assert err.endswith(f"{out}/checkpoint.npz holds step 3, whose weights gave that loss, so resuming "
+                        f"cannot help; start afresh with a lower learning rate, e.g. tinygrad-attn train "
+                        f"copy --out {out} --lr 0.0003 --overwrite")
     assert checkpoint.load(out / "checkpoint.npz")[1]["step"] == 3        # left as it was
 
 
@@ -313,3 +313,202 @@ def test_held_out_pools_are_counted_exactly_and_bound_the_eval_size():
         add.held_out(60000)
     assert add.count_held_out() == 49607 and len(add.held_out(300)) == 300
     assert get_task("copy").count_held_out(stop_at=500) >= 500
+
+
+# ----- issue #22: the last silent failures on the training side -----
+@pytest.mark.parametrize("task, text, expected", [
+    ("add", "1 + 2 = 3", "add: expected 'a + b' (optionally ending in '='), a and b whole numbers of 1 to 3 "
+                         "digits 0-9, like '42 + 199'; got '1 + 2 = 3'"),
+    ("add", "1 2 + 3", "got '1 2 + 3'"),
+    ("add", "² + 1", "got '² + 1'"),
+    ("add", "1000 + 1", "got '1000 + 1'"),
+    ("add", "1 + 2 + 3", "got '1 + 2 + 3'"),
+    ("sort", "²", "sort: expected single digits separated by spaces, like '3 1 2', got '²'"),
+    ("copy", "3 ٣", "copy: expected single digits separated by spaces, like '3 1 2', got '3 ٣'"),
+    ("reverse", "1 2 | 3", "got '1 2 | 3'"),
+])
+def test_prompts_outside_a_tasks_grammar_are_refused_naming_the_form(task, text, expected):
+    with pytest.raises(ValueError) as error:
+        get_task(task).parse(text)
+    assert expected in str(error.value)
+
+
+def test_prompts_inside_the_grammar_still_parse():
+    add = get_task("add")
+    assert add.parse("42 + 199") == add.parse(" 42+199 = ") == [0, 4, 2, PLUS, 1, 9, 9, EQUALS]
+    assert get_task("sort").parse("3, 1, 2 |") == [3, 1, 2, SEP]
+
+
+@pytest.fixture(scope="module")
+def add_run(tmp_path_factory):
+    """A checkpoint of one step of the add task, and the folder holding it."""
+    out = tmp_path_factory.mktemp("add") / "run"
+    assert cli.main(["train", "add", "--steps", "2", "--stop-after", "1", *SMALL, "--out", str(out)]) == 0
+    return out
+
+
+def test_sample_refuses_a_sum_it_would_misread(add_run, capsys):
+    capsys.readouterr()
+    for text in ("1 + 2 = 3", "1 2 + 3", "²"):
+        assert cli.main(["sample", str(add_run / "checkpoint.npz"), text]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: add: expected 'a + b'") and err.endswith(f"got {text!r}\n")
+
+
+def test_files_that_are_not_checkpoints_say_what_they_are(add_run, tmp_path, capsys):
+    capsys.readouterr()
+    (add_run / "metrics.json").write_text("{}")
+    (tmp_path / "garbage.bin").write_bytes(bytes(range(7, 107)))
+    (tmp_path / "empty.npz").write_bytes(b"")
+    cases = [(add_run / "metrics.json", "a JSON file, not an .npz archive); the checkpoint of this run is "
+                                        f"{add_run}/checkpoint.npz"),
+             (tmp_path / "garbage.bin", "a file of another format, not an .npz archive)"),
+             (tmp_path / "empty.npz", "an empty file, not an .npz archive)")]
+    for path, said in cases:
+        assert cli.main(["sample", str(path), "1 + 2"]) == 2
+        assert capsys.readouterr().err == f"error: {path}: not a readable tinygrad_attn checkpoint ({said}\n"
+    (add_run / "metrics.json").unlink()
+
+
+def tampered(source, target, change):
+    """A copy of checkpoint `source` at `target`, its arrays and metadata changed by `change`."""
+    arrays, meta = checkpoint.load(source)
+    change(arrays, meta)
+    checkpoint.save(target, arrays, meta)
+    return target
+
+
+def test_resume_refuses_a_checkpoint_missing_optimizer_state(add_run, tmp_path, capsys):
+    capsys.readouterr()
+    buffers = tampered(add_run / "checkpoint.npz", tmp_path / "a" / "checkpoint.npz",
+                       lambda arrays, meta: [arrays.pop(k) for k in ("optim/0.m", "optim/3.v")])
+    assert cli.main(["train", "add", "--resume", str(buffers)]) == 2
+    assert capsys.readouterr().err == (f"error: {buffers}: a tinygrad_attn checkpoint that does not fit its "
+                                       f"own model or run (ValueError: the optimizer state lacks 2 of its "
+                                       f"buffers (0.m, 3.v), so the run cannot continue exactly)\n")
+    steps = tampered(add_run / "checkpoint.npz", tmp_path / "b" / "checkpoint.npz",
+                     lambda arrays, meta: arrays.pop("optim/steps"))
+    assert cli.main(["train", "add", "--resume", str(steps)]) == 2
+    assert "(ValueError: the optimizer state is missing or not of step 1 (its step count is None))" in \
+        capsys.readouterr().err
+
+
+def test_a_tampered_generator_state_is_a_checkpoint_error(add_run, tmp_path, capsys):
+    capsys.readouterr()
+
+    def overflow(arrays, meta):
+        meta["rng"]["data"]["state"]["state"] = 2**200
+
+    path = tampered(add_run / "checkpoint.npz", tmp_path / "c.npz", overflow)
+    assert cli.main(["sample", str(path), "1 + 2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: a tinygrad_attn checkpoint that does not fit its own model or run "
+                          f"(OverflowError: ") and err.count("\n") == 1
+
+
+def test_a_gpu_checkpoint_on_a_machine_without_one_says_to_load_it_on_the_cpu(add_run, tmp_path, capsys):
+    if ta.cuda_available():
+        pytest.skip("CuPy and a GPU are present")
+    capsys.readouterr()
+    path = tampered(add_run / "checkpoint.npz", tmp_path / "gpu.npz",
+                    lambda arrays, meta: meta["config"].update(device="cuda"))
+    assert cli.main(["sample", str(path), "1 + 2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path} was trained on cuda, which cannot be used here (device 'cuda' ")
+    assert err.endswith("; load it on the CPU with --device cpu (device='cpu')\n") and err.count("\n") == 1
+    assert cli.main(["sample", str(path), "1 + 2", "--device", "cpu"]) == 0
+
+
+@pytest.mark.parametrize("content", ["99999999999", "0", "-1", "not a number", ""])
+def test_a_lock_holding_no_possible_process_is_taken_over(tmp_path, capsys, content):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "lock").write_text(content)
+    assert cli.main(["train", "copy", "--steps", "2", "--stop-after", "1", *SMALL, "--out", str(out)]) == 0
+    assert (out / "checkpoint.npz").exists() and not (out / "lock").exists()
+
+
+def test_the_output_folder_default_and_empty_and_blocked_are_one_line(tmp_path, capsys, monkeypatch):
+    flags = ["train", "copy", "--steps", "1", *SMALL]
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*flags, "--out", ""]) == 2
+    assert capsys.readouterr().err == ("error: --out is empty: name a folder, or leave --out out to write to "
+                                       "runs/TASK\n")
+    (tmp_path / "file").write_text("in the way")
+    assert cli.main([*flags, "--out", "file/sub"]) == 2
+    assert capsys.readouterr().err == "error: cannot write to file/sub: file is a file, not a folder\n"
+    (tmp_path / "runs").write_text("a file named runs")
+    assert cli.main(flags) == 2
+    assert capsys.readouterr().err == "error: cannot write to runs/copy: runs is a file, not a folder\n"
+    (tmp_path / "runs").unlink()
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as patch:                 # a read-only working directory
+        patch.setattr(Path, "mkdir", refuse)
+        assert cli.main(flags) == 2
+    assert capsys.readouterr().err == "error: cannot write to runs/copy: Permission denied\n"
+    assert not (tmp_path / "runs").exists()
+    assert cli.main(flags) == 0 and (tmp_path / "runs" / "copy" / "checkpoint.npz").exists()
+
+
+def test_min_lr_above_lr_is_refused_and_a_low_lr_lowers_the_default_min_lr(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"^TrainConfig: min_lr 0.01 is above lr 0.001; the cosine decays "
+                                         r"from lr down to min_lr, so min_lr must be at most lr$"):
+        TrainConfig(lr=1e-3, min_lr=1e-2)
+    out = tmp_path / "run"
+    assert cli.main(["train", "copy", "--steps", "1", "--min-lr", "0.01", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("error: TrainConfig: min_lr 0.01 is above lr 0.003; the cosine decays "
+                                       "from lr down to min_lr, so min_lr must be at most lr\n")
+    assert cli.main(["train", "copy", "--steps", "2", "--stop-after", "1", *SMALL, "--lr", "1e-5",
+                     "--out", str(out)]) == 0
+    assert checkpoint.load(out / "checkpoint.npz")[1]["config"]["min_lr"] == 1e-5
+
+
+def test_a_large_eval_size_lists_the_held_out_pool_instead_of_drawing(monkeypatch):
+    """--eval-size 49607, the whole add pool, took 138 s of rejection sampling (coupon collecting):
+    asked for a quarter of the pool or more, held_out lists the pool and chooses from it."""
+    add = type(get_task("add"))()
+
+    def no_draws(rng):
+        raise AssertionError("drew a prompt")
+
+    monkeypatch.setattr(add, "draw", no_draws)
+    every = add.held_out(49607)
+    assert len(set(map(tuple, every))) == 49607 and all(is_held_out(p) for p in every)
+    some = add.held_out(20000)
+    assert len(set(map(tuple, some))) == 20000 and set(map(tuple, some)) <= set(map(tuple, every))
+    assert add.held_out(20000) == some                            # the same for the same seed
+    with pytest.raises(AssertionError, match="drew a prompt"):
+        add.held_out(500)                                          # a small share is still drawn
+
+
+def test_running_out_of_memory_in_a_step_names_the_batch_and_keeps_an_exact_resume(tmp_path, capsys,
+                                                                                  monkeypatch):
+    """Not "the model does not fit": the batch does. The step changed nothing, so the state of the
+    step before it is saved, and a resumed run repeats the uninterrupted run's losses exactly."""
+    import tinygrad_attn.training.loop as loop
+
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    calls, real = [], loop.F.cross_entropy
+
+    def out_of_memory_at_3(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError("Unable to allocate 1.2 GiB for an array with shape (20000, 4, 16, 16)")
+        return real(*args, **kwargs)
+
+    flags = ["train", "copy", "--steps", "4", *SMALL, "--dropout", "0.1"]
+    with monkeypatch.context() as patch:
+        patch.setattr(loop.F, "cross_entropy", out_of_memory_at_3)
+        assert cli.main([*flags, "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: step 3 ran out of memory (Unable to allocate 1.2 GiB for an array with shape (20000, 4, 16, "
+        "16)): a batch of 16 sequences with d_model=16 and 1 layers needs more memory than is free; "
+        f"{out}/checkpoint.npz holds step 2 (resume it where more memory is free: tinygrad-attn train copy "
+        f"--resume {out}, or start afresh with a smaller --batch-size)")
+    assert cli.main(["train", "copy", "--resume", str(out)]) == 0
+    assert cli.main([*flags, "--out", str(whole)]) == 0
+    cut, full = (json.loads((d / "metrics.json").read_text()) for d in (out, whole))
+    assert cut["loss"] == full["loss"] and len(cut["loss"]) == 4

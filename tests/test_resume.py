@@ -23,22 +23,52 @@ SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The train command in a child process that, at the batch of step AT, says so on a file and waits
+# for Ctrl-C: the SIGINT lands inside that step, whatever the machine's speed (not in the final
+# evaluation, as a timed signal sometimes did), and goes through the command's own handler.
+PAUSING_CHILD = """
+import signal, sys, threading, time
+from pathlib import Path
+from tinygrad_attn.commands import cli
+from tinygrad_attn.training import tasks
+at, ready, argv = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+calls, real_batch = [0], tasks.Task.batch
+def batch(task, rng, size):
+    calls[0] += 1
+    if calls[0] == at:
+        pressed, handler = threading.Event(), signal.getsignal(signal.SIGINT)
+        def on_sigint(signum, frame):
+            pressed.set()
+            handler(signum, frame)                      # the command's handler: stop after this step
+        signal.signal(signal.SIGINT, on_sigint)
+        ready.write_text("waiting")
+        while not pressed.is_set():
+            time.sleep(0.001)
+        signal.signal(signal.SIGINT, handler)
+    return real_batch(task, rng, size)
+tasks.Task.batch = batch
+sys.exit(cli.main(argv))
+"""
+
+
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_sigint_at_a_random_step_then_resume_repeats_the_uninterrupted_losses_exactly(tmp_path, capsys):
     flags = ["train", "reverse", "--steps", "100", *SMALL, "--save-every", "10"]
-    proc = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", *flags, "--out", str(tmp_path / "cut")],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "cut" / "checkpoint.npz").exists() and time.monotonic() < deadline:
-        time.sleep(0.005)                                       # training has begun: step 10 is saved
-    time.sleep(np.random.default_rng().uniform(0, 0.3))         # a random step after it
+    step = int(np.random.default_rng().integers(11, 100))          # a random step after a save
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", PAUSING_CHILD, str(step), str(ready), *flags, "--out",
+                             str(tmp_path / "cut")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 120
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)                                       # the child is inside step `step`
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    step = checkpoint.load(tmp_path / "cut" / "checkpoint.npz")[1]["step"]
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == (f"interrupted after step {step}; saved it; resume with: "
                                             f"tinygrad-attn train reverse --resume {tmp_path}/cut")
-    assert 10 <= step < 100 and "Traceback" not in err
+    assert checkpoint.load(tmp_path / "cut" / "checkpoint.npz")[1]["step"] == step
+    assert "Traceback" not in err
 
     assert cli.main(["train", "reverse", "--resume", str(tmp_path / "cut")]) == 0   # writes into cut/
     assert cli.main([*flags, "--out", str(tmp_path / "whole")]) == 0
@@ -169,3 +199,46 @@ def test_ctrl_c_during_evaluation_is_one_line_and_resume_evaluates(tmp_path, cap
     monkeypatch.undo()
     assert cli.main(["train", "copy", "--resume", str(run)]) == 0
     assert json.loads((run / "metrics.json").read_text())["steps"] == 3
+
+
+def _race_for(out, start, held, results):
+    """One racer: wait for the start, try to take the folder, say whether it got it, hold it until
+    every racer has tried."""
+    from tinygrad_attn.training.run_folder import RunFolder, RunFolderError
+
+    start.wait()
+    try:
+        with RunFolder(out):
+            results.put(True)
+            held.wait()
+    except RunFolderError as error:
+        results.put(str(error))
+        held.wait()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="forks racing processes")
+def test_processes_racing_for_a_folder_with_a_stale_lock_leave_it_to_exactly_one(tmp_path):
+    """A lock left by a dead process and several runs starting at once: taking it over is atomic,
+    so exactly one run gets the folder (with an unlink-then-create takeover two often did)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    racers = 6
+    for trial in range(6):
+        out = tmp_path / f"run{trial}"
+        out.mkdir()
+        (out / "lock").write_text(str(gone.pid))
+        start, held, results = context.Barrier(racers), context.Barrier(racers), context.Queue()
+        processes = [context.Process(target=_race_for, args=(out, start, held, results))
+                     for _ in range(racers)]
+        for p in processes:
+            p.start()
+        outcomes = [results.get(timeout=30) for _ in range(racers)]
+        for p in processes:
+            p.join(30)
+        assert outcomes.count(True) == 1, (trial, outcomes)
+        refusals = [o for o in outcomes if o is not True]
+        assert all(o.startswith(f"{out} is in use by another run (process ") for o in refusals), refusals
+        assert not (out / "lock").exists()

@@ -37,12 +37,13 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
         SaveError: the file could not be written; `path` is unchanged.
     """
     path = Path(path)
-    size = len(content) if isinstance(content, bytes) else size
+    exact = isinstance(content, bytes)
+    size = len(content) if exact else size
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as error:
-        raise save_error(path, error, size) from None
+        raise save_error(path, error, size, exact) from None
     try:
         with os.fdopen(fd, "wb") as f:
             if isinstance(content, bytes):
@@ -55,16 +56,16 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
     except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(error, OSError) and not isinstance(error, SaveError):
-            raise save_error(path, error, size) from None
+            raise save_error(path, error, size, exact) from None
         raise
     return path
 
 
-def save_error(path: Path, error: OSError, size: int | None) -> SaveError:
+def save_error(path: Path, error: OSError, size: int | None, exact: bool = False) -> SaveError:
     """A SaveError for `path`: its reason in words and, for a full disk or a file-size limit,
-    the space the file needs (and what is free)."""
+    the space the file needs (`size`, "about" unless `exact`) and what is free."""
     reason = error.strerror or str(error)
-    needs = f"it needs {_amount(size)}" if size is not None else ""
+    needs = f"it needs {'' if exact else 'about '}{_amount(size)}" if size is not None else ""
     if error.errno == errno.ENOSPC:
         free = _free_space(path.parent)
         needs = ", ".join(p for p in (needs, f"{_amount(free)} free" if free is not None else "") if p)
