@@ -176,24 +176,33 @@ def test_cli_nan_training_keeps_no_weights_that_cannot_train_and_says_start_afre
     assert not (out / "checkpoint.npz").exists() and not (out / "metrics.json").exists()
 
 
-def diverging_at(step, monkeypatch):
-    """Make the gradient norm of training step `step` infinite (the run diverges there)."""
+def diverging_at(step, monkeypatch, loss_blows_up_at=None):
+    """Make the gradient norm of training step `step` infinite (the run diverges there), and the
+    loss of step `loss_blows_up_at` 100 times larger (finite, but far above any sane loss)."""
     import tinygrad_attn.training.loop as loop
 
     calls, real = [], loop.clip_grad_norm
+    losses, real_loss = [], loop.F.cross_entropy
 
     def clip(params, max_norm):
         calls.append(1)
         return INF if len(calls) == step else real(params, max_norm)
 
+    def loss(*args, **kwargs):
+        losses.append(1)
+        return real_loss(*args, **kwargs) * (100.0 if len(losses) == loss_blows_up_at else 1.0)
+
     monkeypatch.setattr(loop, "clip_grad_norm", clip)
+    monkeypatch.setattr(loop.F, "cross_entropy", loss)
 
 
-@pytest.mark.parametrize("diverges, kept", [(6, 4), (5, 2)])
+@pytest.mark.parametrize("diverges, insane, kept", [(6, None, 4), (5, None, 2), (6, 5, 2)])
 def test_cli_diverged_run_keeps_the_last_checkpoint_whose_next_step_trained(tmp_path, capsys, monkeypatch,
-                                                                           diverges, kept):
+                                                                           diverges, insane, kept):
+    """Saves every 2 steps. Diverging at 6 keeps step 4 (step 5 trained from it); at 5, step 2 (the
+    state of step 4 gave the infinite norm); a loss of ~270 at step 5 makes step 4 no sane state."""
     out = tmp_path / "run"
-    diverging_at(diverges, monkeypatch)
+    diverging_at(diverges, monkeypatch, insane)
     code = cli.main(["train", "copy", "--steps", "20", *SMALL, "--save-every", "2", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 1 and err.startswith(f"error: training diverged at step {diverges}: the loss is ")
@@ -482,6 +491,25 @@ def test_a_large_eval_size_lists_the_held_out_pool_instead_of_drawing(monkeypatc
     assert add.held_out(20000) == some                            # the same for the same seed
     with pytest.raises(AssertionError, match="drew a prompt"):
         add.held_out(500)                                          # a small share is still drawn
+
+
+def test_running_out_of_memory_while_evaluating_keeps_the_model_and_says_evaluate_fewer(tmp_path, capsys,
+                                                                                      monkeypatch):
+    import tinygrad_attn.commands.train as train_command
+
+    def out_of_memory(*args):
+        raise MemoryError("Unable to allocate 3.0 GiB")
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(train_command, "accuracy", out_of_memory)
+    assert cli.main(["train", "copy", "--steps", "2", *SMALL, "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: out of memory while evaluating on 20 held-out prompts (Unable to allocate 3.0 GiB); the "
+        f"trained model (step 2) is saved in {out}/checkpoint.npz; evaluate it with fewer: tinygrad-attn "
+        f"train copy --resume {out} --eval-size 5")
+    monkeypatch.undo()
+    assert cli.main(["train", "copy", "--resume", str(out), "--eval-size", "5"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["held_out_size"] == 5
 
 
 def test_running_out_of_memory_in_a_step_names_the_batch_and_keeps_an_exact_resume(tmp_path, capsys,

@@ -347,7 +347,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "the running step and saves it); every flag above but "
                              + ", ".join(flag(f) for f in _FIXED_ON_RESUME) + " may change")
     parser.add_argument("--save-every", type=int, default=500, metavar="N",
-                        help="write the checkpoint every N steps (default 500; 0: only at the end)")
+                        help="write the checkpoint every N steps, once the step after it trained sanely "
+                             "(so a diverged run keeps weights that can train; default 500; 0: only at "
+                             "the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",
                         help="stop after N (≥ 1) steps of this run and save (continue later with --resume)")
     parser.set_defaults(run=run)

@@ -65,7 +65,8 @@ class TrainConfig:
     batch_size: int = _setting(64, "sequences per step")
     lr: float = _setting(3e-3, "peak learning rate (linear warmup, then cosine decay)")
     warmup: int = _setting(100, "warmup steps")
-    min_lr: float = _setting(1e-4, "learning rate at the end of the cosine decay")
+    min_lr: float = _setting(1e-4, "learning rate at the end of the cosine decay, at most lr (a lower "
+                                   "--lr alone lowers it too)")
     weight_decay: float = _setting(0.01, "AdamW's decoupled weight decay")
     clip: float = _setting(1.0, "largest gradient norm; a larger gradient is scaled down to it")
     d_model: int = _setting(64, "model width")
