@@ -540,3 +540,11 @@ def test_running_out_of_memory_in_a_step_names_the_batch_and_keeps_an_exact_resu
     assert cli.main([*flags, "--out", str(whole)]) == 0
     cut, full = (json.loads((d / "metrics.json").read_text()) for d in (out, whole))
     assert cut["loss"] == full["loss"] and len(cut["loss"]) == 4
+
+
+def test_check_of_a_missing_file_says_there_is_no_such_file(tmp_path, capsys):
+    missing = tmp_path / "01_softmax_backward.py"
+    assert cli.main(["check", str(missing)]) == 2
+    assert capsys.readouterr().err == (f"check: {missing}: no such file; the exercises are "
+                                       f"exercises/NN_name.py with name one of: softmax_backward, "
+                                       f"layer_norm_backward, attention_backward, online_softmax\n")
