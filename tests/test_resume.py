@@ -32,6 +32,7 @@ from pathlib import Path
 from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, ready, argv = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started ignoring it
 calls, real_batch = [0], tasks.Task.batch
 def batch(task, rng, size):
     calls[0] += 1
