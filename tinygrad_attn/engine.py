@@ -165,7 +165,7 @@ class _Pass:
         node.grad = g
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        sent = _run_backward(node, g)
+        sent = _run_backward(node, g if node.op.grad_read_only else g.copy())   # an op of yours may overwrite it
         grads = self.grads
         for parent, s in zip(node.parents, sent):
             if s is not None:

@@ -90,6 +90,10 @@ class Op:
     An op whose backward computes matrices worth seeing (attention's S, P, dP, dS, …) lists them
     in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
     backward puts them into ``ctx.trace`` when that is not None.
+
+    ``backward`` may overwrite the ``grad`` it is handed (``grad *= y``): an op of your own gets a
+    copy from the engine. A registered op leaves ``grad`` unchanged (``@register`` sets
+    ``grad_read_only``, ``tests/test_op_contract.py`` checks every case), so it gets the array itself.
     """
 
     name: str = ""
@@ -97,6 +101,7 @@ class Op:
     residuals: Mapping[str, str] = MappingProxyType({})
     cases: tuple[Case, ...] = ()
     insides: tuple[tuple[str, str], ...] = ()
+    grad_read_only: bool = False
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:
