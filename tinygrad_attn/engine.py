@@ -165,7 +165,8 @@ class _Pass:
         node.grad = g
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        sent = _run_backward(node, g if node.op.grad_read_only else g.copy())   # an op of yours may overwrite it
+        # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
+        sent = _run_backward(node, g if node.op.grad_read_only else g.copy())
         grads = self.grads
         for parent, s in zip(node.parents, sent):
             if s is not None:
