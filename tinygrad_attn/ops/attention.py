@@ -52,7 +52,8 @@ class ScaledDotProductAttention(Op):
     insides = (("S", "S = scale · Q Kᵀ (+ float mask; −inf where masked)"),
                ("P", "P = softmax(S) row by row"),
                ("dP", "dP = dO Vᵀ"),
-               ("dS", "dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)"),
+               ("D", "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O), one number per query"),
+               ("dS", "dS = P ⊙ (dP − D)"),
                ("dQ", "dQ = scale · dS K"),
                ("dK", "dK = scale · dSᵀ Q"),
                ("dV", "dV = Pᵀ dO"))
@@ -88,7 +89,10 @@ class ScaledDotProductAttention(Op):
             grad_p = grad @ xp.swapaxes(ctx.saved["v"], -1, -2)                     # (..., Tq, Tk)
             if ctx.trace is not None:
                 shown["dP"] = grad_p.copy()
-            grad_p -= sum_keepdims(xp, grad * ctx.saved["out"])                       # dP − D
+            d = sum_keepdims(xp, grad * ctx.saved["out"])                             # (..., Tq, 1)
+            if ctx.trace is not None:
+                shown["D"] = d
+            grad_p -= d                                                               # dP − D
             grad_s = shown["dS"] = xp.multiply(grad_p, probs, out=grad_p)             # (..., Tq, Tk)
             if need_q:
                 grad_q = shown["dQ"] = (grad_s @ ctx.saved["k"]) * ctx.scale           # (..., Tq, Dk)

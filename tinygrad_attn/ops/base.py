@@ -111,6 +111,12 @@ class Op:
         return tuple(p.name for p in params if p.kind in kinds)
 
     @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The forward's keyword-only parameters (attention's ``scale``, a sum's ``axis``)."""
+        params = inspect.signature(cls.forward).parameters.values()
+        return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
+
+    @classmethod
     def formulas_for(cls, n_inputs: int) -> tuple[str | None, ...]:
         """One formula (or None) per input of a call with `n_inputs` inputs (a variadic input's
         formula repeated for each of its tensors)."""
