@@ -59,7 +59,8 @@ class ScatterAdd(Op):
     name = "scatter_add"
     formula = {"x": "dx = dy", "index": None, "src": "dsrc = gather(dy, axis, index) (0 off the index)"}
     residuals = {"index": "the index"}
-    cases = (Case((3, 4), _INDEX, (2, 3), params={"axis": 1}), Case((4, 3), _INDEX.T, (3, 2), params={"axis": 0}),
+    cases = (Case((3, 4), _INDEX, (2, 3), params={"axis": 1}),
+             Case((4, 3), _INDEX.T, (3, 2), params={"axis": 0}),
              Case((2, 4), _INDEX, (2, 5), params={"axis": 1}))
 
     @staticmethod

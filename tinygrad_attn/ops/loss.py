@@ -41,7 +41,8 @@ class CrossEntropy(Op):
              Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean"}),
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean", "label_smoothing": 0.2}))
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean",
+                                               "label_smoothing": 0.2}))
 
     @staticmethod
     def forward(ctx, logits, targets, *, ignore_index, reduction, label_smoothing=0.0):
@@ -109,7 +110,8 @@ class CrossEntropyProbs(Op):
     residuals = {"probs": "P (the softmax probabilities)", "log_probs": "log P",
                  "targets": "q (the smoothed targets)"}
     cases = (Case((3, 4), (3, 4), params={"label_smoothing": 0.0, "reduction": "mean"}, domain="probability"),
-             Case((2, 3, 4), (2, 3, 4), params={"label_smoothing": 0.1, "reduction": "sum"}, domain="probability"),
+             Case((2, 3, 4), (2, 3, 4), params={"label_smoothing": 0.1, "reduction": "sum"},
+                  domain="probability"),
              Case((3, 5), (3, 5), params={"label_smoothing": 0.0, "reduction": "none"}, domain="probability"))
 
     @staticmethod
@@ -237,7 +239,8 @@ class MseLoss(Op):
     name = "mse_loss"
     formula = {"a": "da = 2(a − b) ⊙ dℓ", "b": "db = −2(a − b) ⊙ dℓ"}
     residuals = {"diff": "a − b"}
-    cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}), Case((5,), (5,), params={"reduction": "sum"}),
+    cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}),
+             Case((5,), (5,), params={"reduction": "sum"}),
              Case((2, 3), (2, 3), params={"reduction": "none"}))
 
     @staticmethod

@@ -33,7 +33,8 @@ class Expand(Op):
         if not ctx.needs_grad[0]:
             return (None,)
         added = grad.ndim - len(ctx.in_shape)
-        stretched = tuple(added + i for i, n in enumerate(ctx.in_shape) if n == 1 and grad.shape[added + i] != 1)
+        stretched = tuple(added + i for i, n in enumerate(ctx.in_shape)
+                          if n == 1 and grad.shape[added + i] != 1)
         return (grad.sum(axis=tuple(range(added)) + stretched, keepdims=True).reshape(ctx.in_shape),)
 
 
@@ -61,7 +62,8 @@ class Roll(Op):
 
     name = "roll"
     formula = {"x": "dx = roll(dy, −shifts, axis)"}
-    cases = (Case((5,), params={"shifts": 2, "axis": None}), Case((3, 4), params={"shifts": (1, -1), "axis": (0, 1)}),
+    cases = (Case((5,), params={"shifts": 2, "axis": None}),
+             Case((3, 4), params={"shifts": (1, -1), "axis": (0, 1)}),
              Case((3, 4), params={"shifts": 5, "axis": None}))
 
     @staticmethod

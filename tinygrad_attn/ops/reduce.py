@@ -267,7 +267,8 @@ class CumSum(Op):
 
     name = "cumsum"
     formula = {"x": "dx = reverse running sum of dy: dxⱼ = Σ_{i ≥ j} dyᵢ"}
-    cases = (Case((5,), params={"axis": 0}), Case((3, 4), params={"axis": 1}), Case((3, 4), params={"axis": 0}))
+    cases = (Case((5,), params={"axis": 0}), Case((3, 4), params={"axis": 1}),
+             Case((3, 4), params={"axis": 0}))
 
     @staticmethod
     def forward(ctx, x, *, axis):
