@@ -226,13 +226,13 @@ class Tensor:
     def __rmatmul__(self, other):
         return _matmul(self._lift(other), self)
 
-    def exp(self) -> Tensor: return apply(E.Exp, _floating(self))
-    def log(self) -> Tensor: return apply(E.Log, _floating(self))
-    def sqrt(self) -> Tensor: return apply(E.Sqrt, _floating(self))
-    def tanh(self) -> Tensor: return apply(E.Tanh, _floating(self))
-    def sigmoid(self) -> Tensor: return apply(E.Sigmoid, _floating(self))
+    def exp(self) -> Tensor: return apply(E.Exp, as_float(self))
+    def log(self) -> Tensor: return apply(E.Log, as_float(self))
+    def sqrt(self) -> Tensor: return apply(E.Sqrt, as_float(self))
+    def tanh(self) -> Tensor: return apply(E.Tanh, as_float(self))
+    def sigmoid(self) -> Tensor: return apply(E.Sigmoid, as_float(self))
     def relu(self) -> Tensor: return apply(E.Relu, self)
-    def gelu(self) -> Tensor: return apply(E.Gelu, _floating(self))
+    def gelu(self) -> Tensor: return apply(E.Gelu, as_float(self))
 
     # ----- reductions -----
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
@@ -242,7 +242,7 @@ class Tensor:
         return self._reduce(R.Sum, axis, keepdims, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        return _floating(self)._reduce(R.Mean, axis, keepdims)
+        return as_float(self)._reduce(R.Mean, axis, keepdims)
 
     def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """The maximum; at ties the gradient is shared equally by the tied elements."""
@@ -252,7 +252,7 @@ class Tensor:
             correction: int = 0) -> Tensor:
         """Σ (x − mean)² / (n − correction): the population variance by default (correction 0;
         PyTorch's default is 1, the unbiased estimate)."""
-        return _floating(self)._reduce(R.Var, axis, keepdims, correction=correction)
+        return as_float(self)._reduce(R.Var, axis, keepdims, correction=correction)
 
     def _reduce(self, op, axis, keepdims, **params) -> Tensor:
         axes = normalize_axes(op.name, axis, self.ndim)
@@ -357,15 +357,15 @@ class Tensor:
     def ceil(self) -> Tensor: return apply(U.Ceil, self)
     def round(self, decimals: int = 0) -> Tensor: return apply(U.Round, self, decimals=decimals)
     def trunc(self) -> Tensor: return apply(U.Trunc, self)
-    def rsqrt(self) -> Tensor: return apply(U.Rsqrt, _floating(self))
-    def log2(self) -> Tensor: return apply(U.Log2, _floating(self))
-    def exp2(self) -> Tensor: return apply(U.Exp2, _floating(self))
-    def sin(self) -> Tensor: return apply(U.Sin, _floating(self))
-    def cos(self) -> Tensor: return apply(U.Cos, _floating(self))
-    def erf(self) -> Tensor: return apply(U.Erf, _floating(self))
+    def rsqrt(self) -> Tensor: return apply(U.Rsqrt, as_float(self))
+    def log2(self) -> Tensor: return apply(U.Log2, as_float(self))
+    def exp2(self) -> Tensor: return apply(U.Exp2, as_float(self))
+    def sin(self) -> Tensor: return apply(U.Sin, as_float(self))
+    def cos(self) -> Tensor: return apply(U.Cos, as_float(self))
+    def erf(self) -> Tensor: return apply(U.Erf, as_float(self))
     def maximum(self, other: Any) -> Tensor: return _binary(B.Maximum, self, self._lift(other))
     def minimum(self, other: Any) -> Tensor: return _binary(B.Minimum, self, self._lift(other))
-    def logaddexp(self, other: Any) -> Tensor: return _binary(B.LogAddExp, _floating(self), self._lift(other))
+    def logaddexp(self, other: Any) -> Tensor: return _binary(B.LogAddExp, as_float(self), self._lift(other))
 
     def clip(self, min: Any = None, max: Any = None) -> Tensor:     # noqa: A002 (PyTorch's names)
         """Values below `min` become `min`, above `max` become `max` (either may be None; Tensor
@@ -381,10 +381,10 @@ class Tensor:
 
     def lerp(self, end: Any, weight: Any) -> Tensor:
         """self + weight ⊙ (end − self); `weight` a number or a tensor, all three broadcast."""
-        start = _floating(self)
+        start = as_float(self)
         end, weight = start._lift(end), start._lift(weight)
         broadcast_shape("lerp", start.shape, end.shape, weight.shape)
-        return apply(B.Lerp, start, _floating(end), _floating(weight))
+        return apply(B.Lerp, start, as_float(end), as_float(weight))
 
     # ----- comparisons and tests: bool tensors, no gradient -----
     __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
@@ -419,7 +419,7 @@ class Tensor:
 
     def logsumexp(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """log Σ exp(x) over `axis`, with the maximum subtracted first (never overflows)."""
-        return _floating(self)._reduce(R.LogSumExp, axis, keepdims)
+        return as_float(self)._reduce(R.LogSumExp, axis, keepdims)
 
     def std(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
             correction: int = 0) -> Tensor:
@@ -630,7 +630,7 @@ class Tensor:
     # ===== end of the op surface =====================================================================
 
 
-def _floating(t: Tensor) -> Tensor:
+def as_float(t: Tensor) -> Tensor:
     """`t`, or for an integer or bool tensor its values in the default float dtype: what an op
     that must return a float (division, exp, mean, …) computes on, as PyTorch."""
     return t if t.data.dtype.kind == "f" else Tensor(t.data, dtype=_default_dtype, device=t.device)
@@ -742,7 +742,8 @@ def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:
     """A fresh array of `data`; TypeError for what a tensor cannot hold (complex, strings,
     objects, ragged lists): only bool, integer and float data."""
     try:
-        array = xp.array(data, dtype=dtype, copy=True)
+        with quiet_float_errors():      # a cast that overflows gives inf, as PyTorch (1e39 in float32)
+            array = xp.array(data, dtype=dtype, copy=True)
     except ValueError as e:
         if "inhomogeneous" not in str(e):
             raise
@@ -768,7 +769,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
     a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
     if op is E.Div and not (a_float or b_float):    # integers divided: the default float (PyTorch)
-        a, b = _floating(a), _floating(b)
+        a, b = as_float(a), as_float(b)
     elif a_float != b_float:                  # int meets float: the float's dtype (PyTorch)
         if a_float:
             b = Tensor(b.data, dtype=a.dtype, device=b.device)
