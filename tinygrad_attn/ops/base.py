@@ -42,8 +42,9 @@ def single_for_half(*arrays: Any) -> tuple[Any, ...]:
 
 
 def cast_back(result: Any, dtype: Any) -> Any:
-    """`result` (computed in float32 for a float16 input) cast back to the input's `dtype`."""
-    return result if result.dtype == dtype else result.astype(dtype)
+    """`result`, computed in float32 for an input of `dtype` float16, cast back to float16 (any
+    other dtype is left as the op made it: a sum of bools is an integer)."""
+    return result.astype(dtype) if dtype == np.float16 and result.dtype != dtype else result
 
 
 class Context:
