@@ -281,7 +281,7 @@ class Erf(Op):
     name = "erf"
     formula = {"x": "dx = dy ⊙ 2/√π · e^(−x²)"}
     residuals = {"x": "x (the input)"}
-    cases = _UNARY_CASES
+    cases = (Case((3, 4)), Case(()))
 
     @staticmethod
     def forward(ctx, x):
