@@ -13,7 +13,7 @@ import numpy as np
 
 from . import register
 from .base import Case, Op, cast_back, single_for_half
-from .masking import masked_softmax
+from .softmax import softmax_parts
 
 _TARGETS = np.array([2, 0, 3])
 _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
@@ -49,7 +49,7 @@ class CrossEntropy(Op):
         xp = ctx.xp
         dtype, ctx.smoothing = logits.dtype, label_smoothing
         logits, = single_for_half(logits)
-        probs, m, s = masked_softmax(xp, logits, None, None, -1)
+        probs, m, s = softmax_parts(xp, logits, -1)
         counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
         safe = xp.where(counted, targets, 0)[..., None]                       # (..., 1)
         picked = xp.take_along_axis(logits, safe, axis=-1)[..., 0]
@@ -119,7 +119,7 @@ class CrossEntropyProbs(Op):
         xp = ctx.xp
         dtype = logits.dtype
         logits, targets = single_for_half(logits, targets)
-        probs, m, s = masked_softmax(xp, logits, None, None, -1)
+        probs, m, s = softmax_parts(xp, logits, -1)
         log_probs = logits - m - xp.log(s)
         if label_smoothing:
             targets = (1 - label_smoothing) * targets + label_smoothing / logits.shape[-1]
