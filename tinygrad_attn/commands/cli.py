@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "check")
+COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "dtypes", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:
