@@ -10,9 +10,7 @@ from .guards.anomaly import detect_anomaly
 from .tensor import Tensor, concat, get_default_dtype, set_default_dtype, stack, where
 from .viz.stepper import backprop_steps
 
-__all__ = [
-    "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange",
-    "backprop_steps", "concat", "cuda_available", "detect_anomaly", "functional",
-    "get_default_dtype", "gradcheck", "manual_seed", "nn", "no_grad", "ones", "optim", "randn",
-    "set_default_dtype", "stack", "tensor", "viz", "where", "zeros",
-]
+__all__ = ["AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange",
+           "backprop_steps", "concat", "cuda_available", "detect_anomaly", "functional",
+           "get_default_dtype", "gradcheck", "manual_seed", "nn", "no_grad", "ones", "optim", "randn",
+           "set_default_dtype", "stack", "tensor", "viz", "where", "zeros",]

@@ -15,6 +15,9 @@ import numpy as np
 from .backend import xp_for
 from .tensor import Tensor, get_default_dtype
 
+__all__ = ["arange", "generator", "generator_for", "manual_seed", "ones", "randn", "tensor", "zeros"]
+
+
 _generator = np.random.default_rng()
 
 

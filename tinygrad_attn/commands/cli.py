@@ -11,6 +11,9 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+
 COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "check")
 
 

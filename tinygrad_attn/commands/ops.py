@@ -10,6 +10,8 @@ import argparse
 
 from ..ops import REGISTRY
 
+__all__ = ["add_parser", "formula_table", "run"]
+
 
 def formula_table() -> str:
     """The registry as Markdown: op name, the class docstring's first line, formulas, case count."""

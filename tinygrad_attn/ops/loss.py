@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
 from .softmax import softmax_parts
+
+__all__ = ["CrossEntropy"]
+
 
 _TARGETS = np.array([2, 0, 3])
 _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])

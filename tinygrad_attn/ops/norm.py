@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
-from . import register
 from .base import Case, Op
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["LayerNorm"]
 
 
 @register

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Max", "Mean", "Sum", "Var"]
+
 
 _AXIS_CASES = (Case((3, 4), params={"axis": None, "keepdims": False}),
                Case((3, 4), params={"axis": (1,), "keepdims": False}),

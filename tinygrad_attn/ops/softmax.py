@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
 from .masking import masked_logits
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["LogSoftmax", "Softmax", "softmax_parts"]
+
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
