@@ -1,4 +1,5 @@
-"""Every ```python block in docs/*.md runs: each page's blocks in order, in a fresh namespace."""
+"""Every ```python block in docs/*.md and CONTRIBUTING.md runs: each page's blocks in order, in a
+fresh namespace."""
 
 import re
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 matplotlib.use("Agg")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+CONTRIBUTING = DOCS.parent / "CONTRIBUTING.md"
 
 
 def test_pages_with_code_exist():
@@ -32,14 +34,14 @@ def python_blocks(page: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*PAGES, CONTRIBUTING], ids=lambda p: p.name)
 def test_every_block_checks_something(page):
     """A block that only runs proves little: each must assert a value."""
     for i, block in enumerate(python_blocks(page)):
         assert "assert " in block, f"{page.name} block {i} has no assert"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*PAGES, CONTRIBUTING], ids=lambda p: p.name)
 def test_code_blocks_run(page, capsys):
     blocks = python_blocks(page)
     namespace: dict = {}
