@@ -7,7 +7,9 @@ hints only and are left out; an import inside a function counts):
    be placed);
 2. a module imports only from its own layer or the layers below it;
 3. no runtime import cycle, between layers or inside one (a module that reads a name from its own
-   package, ``from . import x``, depends on that package's ``__init__``);
+   package, ``from . import x``, depends on that package's ``__init__``; an ``__init__`` that
+   calls ``pkgutil.iter_modules(__path__)`` imports every module beside it: so an op module takes
+   ``register`` from ``ops.registry``, not from ``ops``);
 4. argument parsing lives in the commands, the stepper needs no nn, and the modules that show or
    check a graph read only public attributes of tensors and nodes.
 """
@@ -94,7 +96,16 @@ def runtime_imports(package: Path, name: str) -> set[str]:
             found |= {".".join(base + [m]) for m in modules}
             if node.module or len(modules) < len(node.names):
                 found.add(".".join(base) or ROOT)
+        elif _imports_its_whole_package(node):
+            found |= {m for m in module_names(package) if m.rsplit(".", 1)[0] == ".".join(here) and m != name}
     return found
+
+
+def _imports_its_whole_package(node: ast.AST) -> bool:
+    """``pkgutil.iter_modules(__path__)``: a package __init__ that imports every module beside it
+    (ops/__init__.py), an import of each of them that no import statement shows."""
+    return isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "iter_modules" \
+        and any(getattr(a, "id", None) == "__path__" for a in node.args)
 
 
 def _ours(dotted: str) -> str:
@@ -178,7 +189,8 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
     (tmp_path / "ops").mkdir()
     (tmp_path / "__init__.py").write_text("from . import tensor\n")
     (tmp_path / "tensor.py").write_text("from .ops import base\n")
-    (tmp_path / "ops" / "__init__.py").write_text("REGISTRY = {}\nfrom . import base  # noqa\n")
+    (tmp_path / "ops" / "__init__.py").write_text(
+        "import pkgutil\nREGISTRY = {}\nfor m in pkgutil.iter_modules(__path__):\n    __import__(m.name)\n")
     (tmp_path / "ops" / "base.py").write_text(
         "from typing import TYPE_CHECKING\nfrom . import REGISTRY\n"
         "if TYPE_CHECKING:\n    from ..nn import x\n"
@@ -195,6 +207,7 @@ def test_the_import_reader_sees_relative_and_absolute_imports():
     assert runtime_imports(PACKAGE, "viz.stepper") >= {"engine", "guards.labels", "tensor"}
     assert "tensor" not in runtime_imports(PACKAGE, "guards.labels")   # only under TYPE_CHECKING there
     assert GRAPH[ROOT] >= {"functional", "nn", "viz", "tensor"}
+    assert GRAPH["ops"] >= {"ops.softmax", "ops.flash", "ops.registry"}      # pkgutil.iter_modules
 
 
 def private_reads(path: Path) -> list[str]:
