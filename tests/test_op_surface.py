@@ -171,6 +171,7 @@ def test_comparison_and_test_values():
 def test_tensors_stay_hashable_and_truth_is_single_element():
     a, b = ta.Tensor([1.0, 2.0]), ta.Tensor([1.0, 2.0])
     assert len({a, b}) == 2 and a in {a: 1} and (a == b).all()
+    assert (a == None) is False and (a != None) is True and None not in [a]     # noqa: E711
     assert bool(ta.Tensor([0.5]) > 0) and not ta.Tensor(0.0)
     with pytest.raises(RuntimeError, match=r"bool: the truth value of a tensor of shape \(2,\) is ambiguous"):
         bool(a == b)

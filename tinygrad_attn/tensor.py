@@ -389,8 +389,8 @@ class Tensor:
     # ----- comparisons and tests: bool tensors, no gradient -----
     __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
 
-    def __eq__(self, other): return _constant("eq", lambda xp, a, b: a == b, self, other)
-    def __ne__(self, other): return _constant("ne", lambda xp, a, b: a != b, self, other)
+    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
     def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
     def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
     def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
