@@ -402,6 +402,19 @@ class Tensor:
     def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
     def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
 
+    def __abs__(self) -> Tensor: return self.abs()
+    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
+    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    __rand__, __ror__ = __and__, __or__
+
+    def _bools(self, operator: str) -> Tensor:
+        """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
+        if self.dtype != np.bool_:
+            raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
+                            "ops on integers are not supported")
+        return self
+
     def __bool__(self) -> bool:
         """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
         if self.data.size != 1:
