@@ -90,7 +90,8 @@ def dtype_table() -> str:
     ]
     for name, fn in OPS.items():
         cells = " | ".join(_cell(fn, d) for d in INPUT_DTYPES)
-        lines.append(f"| {name.replace('|', chr(92) + '|')} | {cells} |")
+        escaped = name.replace("|", "\\|")            # a | inside a cell would end it
+        lines.append(f"| {escaped} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
