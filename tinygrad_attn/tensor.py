@@ -383,8 +383,8 @@ class Tensor:
     # ----- comparisons and tests: bool tensors, no gradient -----
     __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
 
-    def __eq__(self, other): return _constant("eq", lambda xp, a, b: a == b, self, other)
-    def __ne__(self, other): return _constant("ne", lambda xp, a, b: a != b, self, other)
+    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
     def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
     def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
     def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
@@ -395,6 +395,19 @@ class Tensor:
     def logical_not(self) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)
     def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
     def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
+
+    def __abs__(self) -> Tensor: return self.abs()
+    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
+    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    __rand__, __ror__ = __and__, __or__
+
+    def _bools(self, operator: str) -> Tensor:
+        """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
+        if self.dtype != np.bool_:
+            raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
+                            "ops on integers are not supported")
+        return self
 
     def __bool__(self) -> bool:
         """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
