@@ -13,6 +13,7 @@ from .backend import xp_for
 from .creation import generator_for
 from .errors import ShapeError
 from .guards.axes import normalize_axis
+from .guards.labels import named
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .ops import activations as act_ops
 from .ops import attention as attention_ops
@@ -24,6 +25,17 @@ from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
 from .tensor import Tensor, apply, as_float
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
+           "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
+           "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
+           "pad", "relu", "relu6", "scaled_dot_product_attention", "selu", "softmax", "softplus",
+           "softsign"]
+
+
+def __dir__() -> list[str]:
+    """``dir(F)`` lists the functional API alone, as ``help(F)`` does (PEP 562)."""
+    return sorted(__all__)
 
 
 def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
@@ -225,41 +237,21 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise (``Tensor.relu``; its gradient at 0 is taken as 0).
+    """max(x, 0) elementwise, shaped like `x` (``Tensor.relu``; its gradient at 0 is taken as 0).
 
-    Args:
-        x: any tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
-        array([0., 0., 2.], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
+    array([0., 0., 2.], dtype=float32)
     """
     return x.relu()
 
 
 def gelu(x: Tensor) -> Tensor:
-    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (``Tensor.gelu``).
+    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))), shaped like `x` (``Tensor.gelu``).
 
-    Args:
-        x: any float tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
-        array([-0.1588,  0.    ,  0.8412], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+    array([-0.1588,  0.    ,  0.8412], dtype=float32)
     """
     return x.gelu()
 
@@ -301,37 +293,35 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
-               scale: float | None, return_weights: bool, fused: bool = True, **params: Any) -> Any:
+               scale: float | None, return_weights: bool, dropout_p: float, fused: bool = True,
+               **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
     batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if not 0 <= dropout_p < 1:
+        raise ValueError(f"{name}: dropout_p must be in [0, 1), got {dropout_p}")
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
-    if fused and not return_weights:
+    if fused and not return_weights and not dropout_p:
         return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
-    # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
-    # kernel): build attention from registered ops, each its own backward step.
+    # Unfused, or the weights are asked for or dropped out (so the (n_q, n_k) matrix is held
+    # whatever the kernel): build attention from registered ops, each its own backward step.
     if is_causal:
         causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
-        keep = _named(Tensor(combine_keep(None if keep is None else keep.data, causal),
+        keep = named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
-    k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
-    scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
-    weights = _named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
-    out = weights @ v                                                   # (..., Tq, Dv)
+    k_t = named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
+    scores = named(named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
+    weights = named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
+    out = dropout(weights, dropout_p) @ v                               # (..., Tq, Dv)
     return (out, weights) if return_weights else out
-
-
-def _named(t: Tensor, name: str) -> Tensor:
-    """`t`, named for steps and drawings (S, P, …)."""
-    t.name = name
-    return t
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None,
-                                 return_weights: bool = False, fused: bool = True) -> Any:
+                                 return_weights: bool = False, fused: bool = True,
+                                 dropout_p: float = 0.0) -> Any:
     """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
 
     Args:
@@ -347,10 +337,13 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
             builds it from registered primitives, Kᵀ (swapaxes), Q Kᵀ (matmul), S (scale), P (the
             masked softmax op) and P V (matmul), so each is its own backward step. Both give the
             same outputs and gradients (up to rounding).
+        dropout_p: drop each weight with this probability (``dropout``) before multiplying V,
+            as PyTorch's argument of that name: pass it while training only. Above 0 the
+            weights are built from registered ops, as for `return_weights`.
 
     Returns:
-        The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
-        a query whose every key is masked gets a zero output.
+        The output `(..., n_q, d_v)`, or `(output, weights)` (the weights before dropout).
+        Masked weights are exactly 0, and a query whose every key is masked gets a zero output.
 
     Raises:
         ShapeError: d_k of q and k differ, k and v have different n_k, batch axes or the mask
@@ -365,7 +358,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
                [1.6697615]], dtype=float32)
     """
     return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
-                      q, k, v, mask, is_causal, scale, return_weights, fused)
+                      q, k, v, mask, is_causal, scale, return_weights, dropout_p, fused)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
@@ -404,7 +397,7 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     if block_size < 1:
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
-                      return_weights, block_size=block_size)
+                      return_weights, 0.0, block_size=block_size)
 
 
 # ----- the losses and activations beyond the above, with PyTorch's names and defaults (issue 21) -----

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from .exercises import EXERCISES, Exercise, case_count
 
+__all__ = ["ExerciseFileError", "add_parser", "check_file", "find_exercise", "run", "verdict"]
+
 HOW = {"online_softmax": "values checked against the whole-row softmax",
        "scalar_engine": "gradients checked against tinygrad_attn's engine",
        "numeric_gradient": "values checked against exact gradients"}

@@ -13,6 +13,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+
 COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "dtypes", "check")
 
 

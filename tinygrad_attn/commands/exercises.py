@@ -33,6 +33,10 @@ from ..gradcheck import case_inputs, gradcheck, gradient_pairs
 from ..ops.base import Case
 from ..tensor import Tensor, apply
 
+__all__ = ["EXERCISES", "Exercise", "attention_by_blocks", "backward_cases", "case_count", "exercise_cases",
+           "failing_function", "load", "numeric_gradient_cases", "online_softmax_cases", "run_child",
+           "scalar_engine_cases"]
+
 # One case: (description, the check: returns None when it passes, else what is wrong).
 CheckCase = tuple[str, Callable[[], "str | None"]]
 

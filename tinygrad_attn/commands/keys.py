@@ -12,6 +12,8 @@ import os
 import select
 import sys
 
+__all__ = ["BACK", "HELP", "KEYS_HELP", "NEXT", "QUIT", "meaning", "read_escape", "read_key"]
+
 NEXT, BACK, QUIT, HELP = "n", "b", "q", "?"
 KEYS_HELP = "keys: Enter, space, n or → next; b or ← back; q quit"
 _ARROWS = {b"C": NEXT, b"D": BACK}          # ESC [ C is →, ESC [ D is ← (ESC [ 1 ; 5 C with Ctrl)

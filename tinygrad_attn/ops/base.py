@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["Case", "Context", "Op", "cast_back", "quiet_float_errors", "single_for_half"]
+
 
 def quiet_float_errors() -> AbstractContextManager:
     """Let NumPy give inf or NaN without a RuntimeWarning (overflow in exp, log 0, x/0), as PyTorch
