@@ -15,8 +15,7 @@ import tinygrad_attn as ta
 from tinygrad_attn import nn, optim
 from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
-from tinygrad_attn.training import checkpoint
-from tinygrad_attn.training.loop import DivergedError, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
 from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
@@ -156,7 +155,7 @@ def test_a_non_finite_gradient_norm_stops_training_before_the_update(monkeypatch
 
 
 def checkpoint_rngs(state):
-    from tinygrad_attn.training.loop import rng_states
+    from tinygrad_attn.training.random_state import rng_states
 
     return json.dumps(rng_states(state), sort_keys=True)
 
@@ -545,6 +544,7 @@ def test_running_out_of_memory_in_a_step_names_the_batch_and_keeps_an_exact_resu
 def test_check_of_a_missing_file_says_there_is_no_such_file(tmp_path, capsys):
     missing = tmp_path / "01_softmax_backward.py"
     assert cli.main(["check", str(missing)]) == 2
+    from tinygrad_attn.commands.check import EXERCISES
+
     assert capsys.readouterr().err == (f"check: {missing}: no such file; the exercises are "
-                                       f"exercises/NN_name.py with name one of: softmax_backward, "
-                                       f"layer_norm_backward, attention_backward, online_softmax\n")
+                                       f"exercises/NN_name.py with name one of: {', '.join(EXERCISES)}\n")

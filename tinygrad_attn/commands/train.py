@@ -21,9 +21,7 @@ from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError, SaveError
 from ..files import write_atomically
 from ..nn import TinyTransformer
-from ..training import checkpoint, plots
-from ..training.host_memory import keep_freed_memory
-from ..training.loop import (
+from ..training import (
     DivergedError,
     History,
     InterruptedMidStep,
@@ -31,13 +29,19 @@ from ..training.loop import (
     TrainConfig,
     TrainState,
     accuracy,
+    checkpoint,
     load_run,
     make_model,
+    plots,
     run_contents,
     train,
 )
+from ..training.host_memory import keep_freed_memory
 from ..training.run_folder import RunFolder
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
+
+__all__ = ["add_parser", "flag", "run"]
+
 
 # Every TrainConfig field is a flag: --batch-size for batch_size, except these two.
 _RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}

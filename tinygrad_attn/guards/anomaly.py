@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..ops.base import Op
     from ..tensor import Tensor
 
+__all__ = ["active", "check_forward", "check_gradient", "detect_anomaly"]
+
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
 
 
@@ -82,7 +85,9 @@ def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | N
 
 
 # Ops that only move elements: a −inf in their output was in an input (a masked score carried on).
-_MOVES = frozenset({"reshape", "transpose", "getitem", "split", "concat", "stack", "where", "masked_fill"})
+_MOVES = frozenset({"reshape", "transpose", "getitem", "split", "concat", "stack", "where", "masked_fill",
+                    "expand", "flip", "roll", "repeat", "repeat_interleave", "diagonal", "gather", "pad",
+                    "tril", "triu"})
 
 
 def _masking_neg_inf(name: str, xp: Any, inputs: tuple, out: Any, params: dict[str, Any]) -> bool:

@@ -27,11 +27,26 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["Case", "Context", "Op", "cast_back", "quiet_float_errors", "single_for_half"]
+
 
 def quiet_float_errors() -> AbstractContextManager:
     """Let NumPy give inf or NaN without a RuntimeWarning (overflow in exp, log 0, x/0), as PyTorch
     does; ``detect_anomaly`` still reports them. CuPy never warns, so this only affects NumPy."""
     return np.errstate(over="ignore", divide="ignore", invalid="ignore")
+
+
+def single_for_half(*arrays: Any) -> tuple[Any, ...]:
+    """The arrays with float16 ones widened to float32 (None stays None): a reduction over
+    float16 (a sum, a mean, softmax's denominator, a norm's statistics) accumulates in float32,
+    as PyTorch does, and the op casts its result back to float16."""
+    return tuple(a.astype(np.float32) if a is not None and a.dtype == np.float16 else a for a in arrays)
+
+
+def cast_back(result: Any, dtype: Any) -> Any:
+    """`result`, computed in float32 for an input of `dtype` float16, cast back to float16 (any
+    other dtype is left as the op made it: a sum of bools is an integer)."""
+    return result.astype(dtype) if dtype == np.float16 and result.dtype != dtype else result
 
 
 class Context:
@@ -57,15 +72,15 @@ class Case:
 
     Each spec is a shape tuple (a random float64 input that is differentiated), an array
     (a fixed input that is not: a mask, integer targets, a condition) or ``None``.
-    ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5) or
-    "nonzero" (x moved away from 0).
+    ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5), "nonzero" (x
+    moved away from 0) or "probability" (in (0.1, 0.9), for binary cross-entropy).
 
     Example:
         >>> Case((3, 4), None, params={"axis": 1}, domain="positive").specs
         ((3, 4), None)
     """
 
-    DOMAINS = ("real", "positive", "nonzero")
+    DOMAINS = ("real", "positive", "nonzero", "probability")
 
     def __init__(self, *specs: Any, params: Mapping[str, Any] | None = None, domain: str = "real"):
         if domain not in self.DOMAINS:
@@ -90,6 +105,10 @@ class Op:
     An op whose backward computes matrices worth seeing (attention's S, P, dP, dS, …) lists them
     in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
     backward puts them into ``ctx.trace`` when that is not None.
+
+    ``backward`` may overwrite the ``grad`` it is handed (``grad *= y``): an op of your own gets a
+    copy from the engine. A registered op leaves ``grad`` unchanged (``@register`` sets
+    ``grad_read_only``, ``tests/test_op_contract.py`` checks every case), so it gets the array itself.
     """
 
     name: str = ""
@@ -97,6 +116,7 @@ class Op:
     residuals: Mapping[str, str] = MappingProxyType({})
     cases: tuple[Case, ...] = ()
     insides: tuple[tuple[str, str], ...] = ()
+    grad_read_only: bool = False
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:
@@ -104,6 +124,12 @@ class Op:
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
         params = list(inspect.signature(cls.forward).parameters.values())[1:]   # after ctx
         return tuple(p.name for p in params if p.kind in kinds)
+
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The forward's keyword-only parameters (attention's ``scale``, a sum's ``axis``)."""
+        params = inspect.signature(cls.forward).parameters.values()
+        return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
 
     @classmethod
     def formulas_for(cls, n_inputs: int) -> tuple[str | None, ...]:

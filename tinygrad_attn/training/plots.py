@@ -15,6 +15,8 @@ import numpy as np
 
 from ..files import write_atomically
 
+__all__ = ["attention_grid", "loss_curve"]
+
 
 def _pyplot():
     import matplotlib

@@ -29,6 +29,8 @@ try:
 except ImportError:         # Windows: no file locks, the lock file is created exclusively instead
     fcntl = None
 
+__all__ = ["LOCK", "RUN_FILES", "RunFolder", "RunFolderError"]
+
 RUN_FILES = ("checkpoint.npz", "metrics.json", "loss.png", "attention.png")
 LOCK = "lock"
 

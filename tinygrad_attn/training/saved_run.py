@@ -1,0 +1,117 @@
+"""A training run saved to one checkpoint and read back: weights, optimizer, history, config, task
+and the random state, so that a run continued from it goes on exactly where it stopped."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..backend import xp_for
+from ..errors import CheckpointError, DeviceError
+from ..nn import TinyTransformer
+from . import checkpoint
+from .config import TrainConfig, config_from_dict
+from .loop import History, TrainState, make_model
+from .random_state import restore_rng_states, rng_states
+from .tasks import Task, get_task
+
+__all__ = ["Run", "load_run", "run_contents", "save_run"]
+
+
+class Run(NamedTuple):
+    """A training run read back from a checkpoint."""
+
+    model: TinyTransformer
+    state: TrainState
+    config: TrainConfig
+    task: Task
+
+
+def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
+             config: TrainConfig, task: Task) -> Path:
+    """Write a run to one checkpoint, atomically: the weights, the optimizer's buffers and the
+    history as arrays; the task, the config, the step and the generators' states as metadata.
+
+    Raises:
+        SaveError: the file could not be written (a full disk); an earlier file is unchanged.
+    """
+    return checkpoint.save(path, *run_contents(model, state, config, task))
+
+
+def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
+                 task: Task) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(arrays, meta) of the checkpoint `save_run` writes: copies, so they keep this step's state
+    while training goes on (``checkpoint.save`` writes them)."""
+    arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
+    arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
+    arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
+                   for k, v in dataclasses.asdict(state.history).items()})
+    meta = {"task": task.name, "config": dataclasses.asdict(config), "step": state.step,
+            "rng": rng_states(state)}
+    return arrays, meta
+
+
+def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
+    """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on).
+
+    Raises:
+        CheckpointError: the file is missing, truncated, not a checkpoint, its arrays do not
+            fit the model and optimizer its config describes, it lacks part of the optimizer's
+            state, or its generators' states cannot be restored.
+        DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
+            the message says to load it with device "cpu").
+    """
+    if device is not None:
+        xp_for(device)
+    arrays, meta = checkpoint.load(path)
+    part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    try:
+        task = get_task(meta["task"])
+        config = config_from_dict(meta["config"])
+        if device is not None:
+            config = dataclasses.replace(config, device=device)
+        else:
+            _check_saved_device(path, config.device)
+        model = make_model(task, config)
+        model.load_state_dict(part("model/"))
+        state = TrainState.fresh(model, config)
+        state.step = int(meta["step"])
+        _check_optimizer_state(state, part("optim/"))
+        state.optimizer.load_state_dict(part("optim/"))
+        state.history = History(**{k: v.tolist() for k, v in part("history/").items()})
+        restore_rng_states(state, meta["rng"])
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
+        raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
+                              f"model or run ({type(e).__name__}: {e})") from None
+    return Run(model, state, config, task)
+
+
+def _check_saved_device(path: str | os.PathLike, device: str) -> None:
+    """DeviceError, with the way out, when the device a checkpoint was trained on is unusable here."""
+    try:
+        xp_for(device)
+    except DeviceError as e:
+        raise DeviceError(f"{path} was trained on {device}, which cannot be used here ({e}); load it "
+                          f"on the CPU with --device cpu (device='cpu')") from None
+
+
+def _check_optimizer_state(state: TrainState, saved: dict[str, np.ndarray]) -> None:
+    """ValueError unless `saved` holds the optimizer's whole state at the run's step: its step count
+    and, after a step, every buffer of every parameter (a run continued without them would not
+    go on as the uninterrupted one)."""
+    optimizer = state.optimizer
+    steps = saved.get("steps")
+    if steps is None or int(steps) != state.step:
+        raise ValueError(f"the optimizer state is missing or not of step {state.step} "
+                         f"(its step count is {None if steps is None else int(steps)})")
+    if state.step:
+        missing = [f"{i}.{b}" for i in range(len(optimizer.params)) for b in optimizer.buffer_names
+                   if f"{i}.{b}" not in saved]
+        if missing:
+            raise ValueError(f"the optimizer state lacks {len(missing)} of its buffers "
+                             f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}), so the "
+                             f"run cannot continue exactly")
