@@ -2,7 +2,7 @@
 
 
 __all__ = ["AnomalyError", "CheckpointError", "DeviceError", "GradcheckError", "IndexOutOfRange",
-           "ShapeError"]
+           "SaveError", "ShapeError"]
 
 
 class ShapeError(ValueError):

@@ -24,6 +24,8 @@ from typing import BinaryIO
 
 from .errors import SaveError
 
+__all__ = ["save_error", "write_atomically"]
+
 
 def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryIO], None],
                      size: int | None = None) -> Path:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..ops.base import Op
     from ..tensor import Tensor
 
-__all__ = ["active", "check_forward", "check_gradient", "detect_anomaly"]
+__all__ = ["active", "check_forward", "check_gradient", "detect_anomaly", "is_anomaly_enabled"]
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
