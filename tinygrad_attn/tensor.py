@@ -229,6 +229,7 @@ class Tensor:
     def sigmoid(self) -> Tensor: return apply(E.Sigmoid, self)
     def relu(self) -> Tensor: return apply(E.Relu, self)
     def gelu(self) -> Tensor: return apply(E.Gelu, self)
+    def silu(self) -> Tensor: return apply(E.Silu, self)
 
     # ----- reductions -----
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:

@@ -27,4 +27,4 @@ def register(op: type[Op]) -> type[Op]:
     return op
 
 
-from . import attention, dropout, elementwise, flash, loss, matmul, norm, reduce, shape, softmax  # noqa: E402,F401,I001
+from . import attention, dropout, elementwise, flash, loss, matmul, norm, reduce, rope, shape, softmax  # noqa: E402,F401,I001

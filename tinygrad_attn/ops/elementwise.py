@@ -256,6 +256,30 @@ class Sigmoid(Op):
 
 
 @register
+class Silu(Op):
+    """y = x · σ(x) (SiLU, also called swish): the gate of a SwiGLU MLP."""
+
+    name = "silu"
+    formula = {"x": "dx = dy ⊙ s ⊙ (1 + x(1 − s)), s = σ(x)"}
+    residuals = {"x": "x (the input)", "s": "σ(x)"}
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        s = 0.5 * (1 + ctx.xp.tanh(0.5 * x))           # σ(x), without overflow (see Sigmoid)
+        ctx.save(x=x, s=s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        """d(x·σ(x))/dx = σ(x) + x·σ(x)(1 − σ(x)) = s(1 + x(1 − s)) (product rule, σ' = σ(1 − σ))."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        x, s = ctx.saved["x"], ctx.saved["s"]
+        return (grad * s * (1 + x * (1 - s)),)
+
+
+@register
 class Relu(Op):
     """y = max(x, 0)."""
 

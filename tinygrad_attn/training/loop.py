@@ -40,6 +40,12 @@ from ..tensor import Tensor
 from . import checkpoint
 from .tasks import END, IGNORE, VOCAB, Task, get_task
 
+# The TinyTransformer options of each architecture; "llama" also halves the key/value heads.
+ARCHS: dict[str, dict[str, str]] = {
+    "default": {},
+    "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope"},
+}
+
 
 def _setting(default: Any, meaning: str) -> Any:
     """A TrainConfig field: its default, and what it means (the help of its command-line flag)."""
@@ -75,6 +81,8 @@ class TrainConfig:
     seed: int = _setting(0, "seeds the initial weights and the training batches")
     device: str = _setting("cpu", "cpu (NumPy) or cuda (CuPy)")
     eval_size: int = _setting(500, "held-out prompts for the final accuracy")
+    arch: str = _setting("default", "default (LayerNorm, GELU MLP, learned positions) or llama (RMSNorm, "
+                                    "SwiGLU, RoPE, half as many key/value heads as query heads)")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -98,6 +106,8 @@ class TrainConfig:
                              f"weight_decay={self.weight_decay}, seed={self.seed}")
         if self.device not in DEVICES:
             raise ValueError(f"TrainConfig: unknown device {self.device!r}: expected one of {DEVICES}")
+        if self.arch not in ARCHS:
+            raise ValueError(f"TrainConfig: unknown arch {self.arch!r}: expected one of {tuple(ARCHS)}")
 
 
 class DivergedError(FloatingPointError):
@@ -137,14 +147,23 @@ class TrainState:
 def make_model(task: str | Task, config: TrainConfig) -> TinyTransformer:
     """A TinyTransformer sized by `config` for `task`, initialised from ``config.seed``.
 
+    With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, and
+    grouped-query attention with half as many key/value heads as query heads (one for an odd
+    number of heads).
+
     Example:
         >>> make_model("add", TrainConfig(d_model=16)).max_len      # 8 prompt + 5 answer tokens
         13
+        >>> make_model("add", TrainConfig(d_model=16, arch="llama")).blocks[0].attn.n_kv_heads
+        2
     """
     task = get_task(task)
     manual_seed(config.seed)
+    options: dict[str, Any] = dict(ARCHS[config.arch])
+    if config.arch == "llama":
+        options["n_kv_heads"] = config.num_heads // 2 if config.num_heads % 2 == 0 else 1
     model = TinyTransformer(len(VOCAB), config.d_model, config.num_heads, config.num_layers,
-                            max_len=task.max_prompt + task.max_answer, dropout=config.dropout)
+                            max_len=task.max_prompt + task.max_answer, dropout=config.dropout, **options)
     return model.to(config.device)
 
 
