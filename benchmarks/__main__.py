@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: every workload of issue 12, tinygrad_attn beside PyTorch, as one table.
+"""``python -m benchmarks``: every workload of issues 12 and 19, tinygrad_attn beside PyTorch, as one table.
 
 Run from the repository root: ``python -m benchmarks`` (a few minutes on 2 cores, most of it the
 default ``train reverse`` run), ``python -m benchmarks --quick`` (a smoke test of a few seconds),
@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-WORKLOAD_NAMES = ("train", "attention", "overhead", "memory", "reverse")
+WORKLOAD_NAMES = ("train", "attention", "overhead", "memory", "reverse", "gqa", "window", "llama")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.keep_freed_memory:
         from tinygrad_attn.training.host_memory import keep_freed_memory
         keep_freed_memory()
+    from . import modern, workloads
     from .harness import describe_environment, format_table
-    from .workloads import WORKLOADS, Settings
+    from .workloads import Settings
 
     torch_side = None
     if not args.no_torch:
@@ -56,16 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import torch_side
     if args.quick:
         settings = Settings(rounds=args.rounds or 2, attention_sizes=(64,), memory_size=256,
-                            chain_length=20, reverse_steps=3, idle=args.idle)
+                            chain_length=20, reverse_steps=3, idle=args.idle, gqa_size=64,
+                            window_size=(256, 32), llama_batch=4)
     else:
         settings = Settings(rounds=args.rounds or 9, attention_sizes=(128, 512, 2048), memory_size=4096,
-                            chain_length=200, reverse_steps=None, idle=args.idle)
+                            chain_length=200, reverse_steps=None, idle=args.idle, gqa_size=2048,
+                            window_size=(8192, 256), llama_batch=64)
     print(describe_environment(args.threads, None if torch_side is None else torch_side.torch))
     print("glibc malloc keeps freed memory (--keep-freed-memory): "
           f"{'yes' if args.keep_freed_memory else 'no, the default'}")
     rows = []
     for name in args.only:
-        rows += WORKLOADS[name](settings, torch_side)
+        rows += {**workloads.WORKLOADS, **modern.WORKLOADS}[name](settings, torch_side)
         print(f"done: {name}", file=sys.stderr, flush=True)
     print(format_table(rows))
     return 0

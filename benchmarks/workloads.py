@@ -37,6 +37,9 @@ class Settings:
     chain_length: int
     reverse_steps: int | None       # None: the default TrainConfig (the issue's run)
     idle: float
+    gqa_size: int                   # n of the grouped-query attention rows
+    window_size: tuple[int, int]    # (n, window) of the sliding-window row
+    llama_batch: int                # sequences per step of the --arch llama row (64: the train command's)
 
 
 def _ours_train_step(ids: np.ndarray, targets: np.ndarray):
@@ -159,11 +162,12 @@ def op_overhead(settings: Settings, torch_side) -> list[Row]:
                 f"{timing.median('ours') / settings.chain_length * 1e6:.1f} µs per op (ours, fwd+bwd)")]
 
 
-def _peak(kernel: str, n: int) -> dict[str, float]:
+def peak(kernel: str, n: int, *more: str) -> dict[str, float]:
+    """What ``python -m benchmarks.memory KERNEL N [MORE]`` measures in a fresh process."""
     # glibc returns allocations of 64 KiB and more to the system when freed (instead of keeping
     # them for reuse), so that the resident size follows what is live, the same for both libraries.
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    out = subprocess.run([sys.executable, "-m", "benchmarks.memory", kernel, str(n)], check=True,
+    out = subprocess.run([sys.executable, "-m", "benchmarks.memory", kernel, str(n), *more], check=True,
                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1])
     return json.loads(out.stdout)
 
@@ -171,9 +175,9 @@ def _peak(kernel: str, n: int) -> dict[str, float]:
 def peak_memory(settings: Settings, torch_side) -> list[Row]:
     """Peak memory of one causal fwd+bwd at n = memory_size, 1 head (see benchmarks/memory.py)."""
     n = settings.memory_size
-    peaks = {kernel: _peak(kernel, n) for kernel in ("plain", "flash")}
+    peaks = {kernel: peak(kernel, n) for kernel in ("plain", "flash")}
     if torch_side is not None:
-        peaks.update({kernel: _peak(kernel, n) for kernel in ("torch-math", "torch-sdpa")})
+        peaks.update({kernel: peak(kernel, n) for kernel in ("torch-math", "torch-sdpa")})
     rows = []
     for ours, theirs in (("plain", "torch-math"), ("flash", "torch-sdpa")):
         mine = peaks[ours]

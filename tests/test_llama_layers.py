@@ -3,6 +3,7 @@ TinyTransformer options, and cached decoding with RoPE, grouped-query attention 
 
 import numpy as np
 import pytest
+from test_transformer import full_recompute
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
@@ -68,14 +69,6 @@ def test_tiny_transformer_options_and_refusals():
         nn.MultiHeadAttention(16, 4, window=3)(ta.randn(1, 5, 16))
     with pytest.raises(ValueError, match="rope is for self-attention"):
         nn.MultiHeadAttention(16, 4, rope=True)(ta.randn(1, 5, 16), context=ta.randn(1, 2, 16))
-
-
-def full_recompute(model, ids, steps):
-    with ta.no_grad():
-        for _ in range(steps):
-            nxt = model(ids).numpy()[:, -1].argmax(-1)[:, None]
-            ids = np.concatenate([ids, nxt], axis=1)
-    return ids
 
 
 @pytest.mark.parametrize("window", [None, 3])

@@ -293,16 +293,7 @@ def rope(x: Tensor, positions: Any = None, base: float = 10000.0) -> Tensor:
 
 
 def silu(x: Tensor) -> Tensor:
-    """SiLU (swish): x · σ(x) elementwise (``Tensor.silu``).
-
-    Args:
-        x: any float tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
+    """SiLU (swish), x · σ(x) elementwise, shaped like `x` (``Tensor.silu``): SwiGLU's gate.
 
     Example:
         >>> import tinygrad_attn as ta
