@@ -32,7 +32,13 @@ def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
                 r"peak memory n=256, 1 head: plain vs - +\| [\d.]+ MiB",
                 r"peak memory n=256, 1 head: flash vs - +\| [\d.]+ MiB",
                 r"peak memory n=256: flash / plain \(ours\) .*\| [\d.]+× ",
-                r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20"]
+                r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20",
+                r"GQA fwd\+bwd n=64 Hq=8, fused: time Hkv=2 / Hkv=8 +\| [\d.]+ ms +\| - +\| [\d.]+× ",
+                r"GQA peak memory n=64 Hq=8, fused: Hkv=2 / Hkv=8 +\| [\d.]+ MiB .*\| [\d.]+× ",
+                r"GQA fwd\+bwd n=64 Hq=8, flash: time Hkv=2 / Hkv=8 +\| [\d.]+ ms",
+                r"GQA peak memory n=64 Hq=8, flash: Hkv=2 / Hkv=8 +\| [\d.]+ MiB",
+                r"flash causal fwd\+bwd n=256: window=32 / full +\| [\d.]+ ms .*\| [\d.]+× ",
+                r"train step reverse, batch 4: --arch llama / default +\| [\d.]+ ms .*\| [\d.]+× "]
     assert len(rows) == len(expected), out
     for row, pattern in zip(rows, expected):
         assert re.match(r"\| " + pattern, row), (pattern, row)

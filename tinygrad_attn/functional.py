@@ -396,11 +396,11 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
     if fused and not return_weights:
-        return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)  # WINDOW-PENDING
+        return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, window=window, **params)
     # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
     # kernel): build attention from registered ops, each its own backward step.
     if is_causal:
-        causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))  # WINDOW-PENDING
+        causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k), window)
         keep = _named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
     k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)

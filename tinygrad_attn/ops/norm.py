@@ -88,7 +88,7 @@ class RMSNorm(Op):
     def forward(ctx, x, weight, *, eps):
         xp = ctx.xp
         ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
-        rstd = 1 / xp.sqrt(sum_keepdims(xp, x * x) * ctx.inv_n + eps)
+        rstd = 1 / xp.sqrt(rowsum(xp, x * x) * ctx.inv_n + eps)
         x_hat = x * rstd
         ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
         return x_hat if weight is None else x_hat * weight
@@ -102,6 +102,6 @@ class RMSNorm(Op):
         grad_x = None
         if ctx.needs_grad[0]:
             g_hat = grad if weight is None else grad * weight
-            grad_x = g_hat - x_hat * (sum_keepdims(xp, g_hat * x_hat) * ctx.inv_n)
+            grad_x = g_hat - x_hat * (rowsum(xp, g_hat * x_hat) * ctx.inv_n)
             grad_x *= rstd
         return grad_x, grad * x_hat if ctx.needs_grad[1] else None
