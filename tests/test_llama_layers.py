@@ -92,3 +92,15 @@ def test_the_window_and_rope_change_what_the_model_computes():
         outputs[window] = model(ids).numpy()
     np.testing.assert_array_equal(outputs[2][0, :2], outputs[None][0, :2])   # rows 0, 1 see ≤ 2 keys
     assert not np.allclose(outputs[2][0, 2:], outputs[None][0, 2:])
+
+
+def test_dropout_on_grouped_weights_multiplies_each_kv_head_with_its_group(monkeypatch):
+    """With the dropout draw replaced by the identity, the training path (weights, then P V by
+    group) must give the evaluation path's output exactly (up to rounding)."""
+    mha = nn.MultiHeadAttention(16, 4, dropout=0.5, n_kv_heads=2)
+    x = ta.randn(2, 5, 16)
+    mha.eval()
+    expected = mha(x, is_causal=True).numpy()
+    monkeypatch.setattr(F, "dropout", lambda weights, p: weights)
+    mha.train()
+    np.testing.assert_allclose(mha(x, is_causal=True).numpy(), expected, rtol=1e-5, atol=1e-6)
