@@ -115,6 +115,8 @@ def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> li
                 x = np.abs(x) + 0.5
             elif case.domain == "nonzero":
                 x = np.sign(x) * (np.abs(x) + 0.5)
+            elif case.domain == "probability":
+                x = 0.1 + 0.8 / (1 + np.exp(-x))
             inputs.append(Tensor(x, requires_grad=True, device=device))
         else:
             inputs.append(Tensor(np.asarray(spec), device=device))

@@ -11,7 +11,7 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "check")
+COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "dtypes", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:

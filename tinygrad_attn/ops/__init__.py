@@ -27,4 +27,4 @@ def register(op: type[Op]) -> type[Op]:
     return op
 
 
-from . import attention, dropout, elementwise, flash, loss, matmul, norm, reduce, rope, shape, softmax  # noqa: E402,F401,I001
+from . import activations, attention, binary, dropout, elementwise, flash, gather, loss, matmul, movement, norm, reduce, rope, shape, softmax, unary  # noqa: E402,F401,I001,E501

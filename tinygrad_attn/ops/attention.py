@@ -106,6 +106,7 @@ class ScaledDotProductAttention(Op):
         probs, _, _ = softmax_parts(xp, scores, -1, overwrite=True)     # P, in S's memory
         out = probs @ v                                                 # (..., Tq, Dv)
         ctx.save(q=q, k=k, v=v, probs=probs, out=out, keep=keep, bias=bias)  # masks: to redraw S
+        ctx.k_shape, ctx.v_shape = k.shape, v.shape     # dK, dV take these shapes (a shared kv head)
         return out
 
     @staticmethod
@@ -120,7 +121,7 @@ class ScaledDotProductAttention(Op):
         need_q, need_k, need_v = ctx.needs_grad[:3]
         Q, K, V, P, O = (ctx.saved[n] for n in ("q", "k", "v", "probs", "out"))
         dO = grad
-        dV = group_summed_product(xp, P, dO, V.shape) if need_v else None  # (..., Tk, Dv)
+        dV = group_summed_product(xp, P, dO, ctx.v_shape) if need_v else None  # (..., Tk, Dv)
         dP = dS = dQ = dK = None
         if need_q or need_k:                                            # dP, dS feed dQ and dK only
             dP = dO @ xp.swapaxes(V, -1, -2)                            # (..., Tq, Tk)
@@ -129,7 +130,7 @@ class ScaledDotProductAttention(Op):
             dS = xp.subtract(dP, D, out=dP if ctx.trace is None else None)
             dS *= P                                                     # (..., Tq, Tk)
             dQ = (dS @ K) * ctx.scale if need_q else None                # (..., Tq, Dk)
-            dK = group_summed_product(xp, dS, Q, K.shape) * ctx.scale if need_k else None  # (..., Tk, Dk)
+            dK = group_summed_product(xp, dS, Q, ctx.k_shape) * ctx.scale if need_k else None  # (..., Tk, Dk)
         if ctx.trace is not None:       # the stepper is watching: show the insides computed
             S = masked_logits(xp, (Q * ctx.scale) @ xp.swapaxes(K, -1, -2), ctx.saved["keep"],
                               ctx.saved["bias"])
