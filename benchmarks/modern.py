@@ -13,7 +13,8 @@ import numpy as np
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn.optim import clip_grad_norm
-from tinygrad_attn.training.loop import TrainConfig, TrainState, make_model
+from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.loop import TrainState, make_model
 from tinygrad_attn.training.tasks import IGNORE, get_task
 
 from .harness import Row, interleave, ms

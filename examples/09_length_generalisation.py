@@ -22,7 +22,8 @@ import numpy as np
 
 from tinygrad_attn.creation import manual_seed
 from tinygrad_attn.nn import TinyTransformer
-from tinygrad_attn.training.loop import TrainConfig, train
+from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.loop import train
 from tinygrad_attn.training.tasks import END, SEP, VOCAB, get_task
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -9,7 +9,9 @@ import pytest
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import RMSNorm, SwiGLU
 from tinygrad_attn.training import checkpoint
-from tinygrad_attn.training.loop import TrainConfig, load_run, make_model
+from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.loop import make_model
+from tinygrad_attn.training.saved_run import load_run
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 

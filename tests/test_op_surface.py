@@ -166,11 +166,18 @@ def test_comparison_and_test_values():
     np.testing.assert_array_equal(x.argmin().numpy(), X.argmin())
     np.testing.assert_array_equal(F.one_hot(ta.Tensor([2, 0])).numpy(), [[0, 0, 1], [1, 0, 0]])
     np.testing.assert_array_equal(ta.Tensor([1.0, np.nan, np.inf]).isfinite().numpy(), [True, False, False])
+    np.testing.assert_array_equal(((x > 0) & (x < 2) | ~(x > -1)).numpy(), (X > 0) & (X < 2) | ~(X > -1))
+    np.testing.assert_array_equal(abs(x).numpy(), np.abs(X))
+    np.testing.assert_array_equal((np.array([True, False, True]) & ta.Tensor([True, True, False])).numpy(),
+                                  [True, False, False])
+    with pytest.raises(TypeError, match="&: works on bool tensors"):
+        ta.Tensor([1, 2]) & 1
 
 
 def test_tensors_stay_hashable_and_truth_is_single_element():
     a, b = ta.Tensor([1.0, 2.0]), ta.Tensor([1.0, 2.0])
     assert len({a, b}) == 2 and a in {a: 1} and (a == b).all()
+    assert (a == None) is False and (a != None) is True and None not in [a]     # noqa: E711
     assert bool(ta.Tensor([0.5]) > 0) and not ta.Tensor(0.0)
     with pytest.raises(RuntimeError, match=r"bool: the truth value of a tensor of shape \(2,\) is ambiguous"):
         bool(a == b)
@@ -329,7 +336,8 @@ def test_ops_doc_names_every_method_built_from_ops_and_what_is_out_of_scope():
     table = formula_table()
     assert "**Out of scope:** convolutions, pooling, linear algebra decompositions, bitwise ops, complex " \
            "numbers." in table
-    operators = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
+    operators = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__",
+                 "~": "__invert__", "&": "__and__", "|": "__or__"}
     for name in " ".join(COMPOSED).split() + NO_GRADIENT.split():
         name = operators.get(name, name)
         assert hasattr(ta.Tensor, name) or hasattr(F, name), name

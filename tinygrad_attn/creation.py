@@ -16,6 +16,10 @@ import numpy as np
 from .backend import xp_for
 from .tensor import Tensor, get_default_dtype
 
+__all__ = ["arange", "eye", "full", "full_like", "generator", "generator_for", "linspace", "manual_seed",
+           "ones", "ones_like", "rand", "randint", "randn", "tensor", "zeros", "zeros_like"]
+
+
 _generator = np.random.default_rng()
 
 

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+__all__ = ["BackwardEvent", "Node", "backward_order", "backward_steps", "is_grad_enabled", "no_grad",
+           "record", "run_backward", "toposort", "unbroadcast"]
+
+
 class _State:
     grad_enabled = True
 
@@ -165,7 +169,8 @@ class _Pass:
         node.grad = g
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        sent = _run_backward(node, g)
+        # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
+        sent = _run_backward(node, g if node.op.grad_read_only else g.copy())
         grads = self.grads
         for parent, s in zip(node.parents, sent):
             if s is not None:

@@ -13,6 +13,7 @@ from .backend import xp_for
 from .creation import generator_for
 from .errors import ShapeError
 from .guards.axes import normalize_axis
+from .guards.labels import named
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .ops import activations as act_ops
 from .ops import attention as attention_ops
@@ -25,6 +26,17 @@ from .ops import rope as rope_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
 from .tensor import Tensor, apply, as_float
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
+           "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
+           "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
+           "pad", "relu", "relu6", "scaled_dot_product_attention", "selu", "softmax", "softplus",
+           "softsign"]
+
+
+def __dir__() -> list[str]:
+    """``dir(F)`` lists the functional API alone, as ``help(F)`` does (PEP 562)."""
+    return sorted(__all__)
 
 
 def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
@@ -314,41 +326,21 @@ def silu(x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise (``Tensor.relu``; its gradient at 0 is taken as 0).
+    """max(x, 0) elementwise, shaped like `x` (``Tensor.relu``; its gradient at 0 is taken as 0).
 
-    Args:
-        x: any tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
-        array([0., 0., 2.], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
+    array([0., 0., 2.], dtype=float32)
     """
     return x.relu()
 
 
 def gelu(x: Tensor) -> Tensor:
-    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (``Tensor.gelu``).
+    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))), shaped like `x` (``Tensor.gelu``).
 
-    Args:
-        x: any float tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
-        array([-0.1588,  0.    ,  0.8412], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+    array([-0.1588,  0.    ,  0.8412], dtype=float32)
     """
     return x.gelu()
 
@@ -390,8 +382,8 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
-               scale: float | None, return_weights: bool, fused: bool = True, enable_gqa: bool = False,
-               window: int | None = None, **params: Any) -> Any:
+               scale: float | None, return_weights: bool, dropout_p: float, fused: bool = True,
+               enable_gqa: bool = False, window: int | None = None, **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
@@ -400,29 +392,31 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
         raise ValueError(f"{name}: window must be an integer >= 1 and needs is_causal=True (query i sees "
                          f"keys i − window + 1 … i), got window={window!r}, is_causal={is_causal}")
     if enable_gqa:
-        return _grouped_query_attention(op, name, q, k, v, mask, is_causal, scale, return_weights, fused,
-                                        window=window, **params)
+        return _grouped_query_attention(op, name, q, k, v, mask, is_causal, scale, return_weights, dropout_p,
+                                        fused, window=window, **params)
     batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if not 0 <= dropout_p < 1:
+        raise ValueError(f"{name}: dropout_p must be in [0, 1), got {dropout_p}")
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
-    if fused and not return_weights:
+    if fused and not return_weights and not dropout_p:
         return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, window=window, **params)
-    # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
-    # kernel): build attention from registered ops, each its own backward step.
+    # Unfused, or the weights are asked for or dropped out (so the (n_q, n_k) matrix is held
+    # whatever the kernel): build attention from registered ops, each its own backward step.
     if is_causal:
         causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k), window)
-        keep = _named(Tensor(combine_keep(None if keep is None else keep.data, causal),
+        keep = named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
-    k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
-    scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
-    weights = _named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
-    out = weights @ v                                                   # (..., Tq, Dv)
+    k_t = named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
+    scores = named(named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
+    weights = named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
+    out = dropout(weights, dropout_p) @ v                               # (..., Tq, Dv)
     return (out, weights) if return_weights else out
 
 
 def _grouped_query_attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any,
-                             is_causal: bool, scale: float | None, return_weights: bool, fused: bool,
-                             **params: Any) -> Any:
+                             is_causal: bool, scale: float | None, return_weights: bool, dropout_p: float,
+                             fused: bool, **params: Any) -> Any:
     """Grouped-query attention without repeating K and V: q (..., Hq, T, D) is viewed as
     (..., Hkv, G, T, D) and k, v as (..., Hkv, 1, S, D), so kv head j broadcasts over its G = Hq/Hkv
     query heads j·G … j·G + G − 1 (PyTorch's h // G rule). Backward sums dK and dV over each
@@ -433,11 +427,11 @@ def _grouped_query_attention(op: type, name: str, q: Tensor, k: Tensor, v: Tenso
                          f"same Hkv and Hq divisible by Hkv, got q {q.shape}, k {k.shape}, v {v.shape}")
     h_q, h_kv = q.shape[-3], k.shape[-3]
     group = h_q // h_kv
-    q_grouped = _named(q.reshape(*q.shape[:-3], h_kv, group, *q.shape[-2:]), "Q by kv head")
-    k_grouped = _named(k.reshape(*k.shape[:-3], h_kv, 1, *k.shape[-2:]), "K (one per group)")
-    v_grouped = _named(v.reshape(*v.shape[:-3], h_kv, 1, *v.shape[-2:]), "V (one per group)")
+    q_grouped = named(q.reshape(*q.shape[:-3], h_kv, group, *q.shape[-2:]), "Q by kv head")
+    k_grouped = named(k.reshape(*k.shape[:-3], h_kv, 1, *k.shape[-2:]), "K (one per group)")
+    v_grouped = named(v.reshape(*v.shape[:-3], h_kv, 1, *v.shape[-2:]), "V (one per group)")
     result = _attention(op, name, q_grouped, k_grouped, v_grouped, _grouped_mask(name, mask, q, h_kv),
-                        is_causal, scale, return_weights, fused, **params)
+                        is_causal, scale, return_weights, dropout_p, fused, **params)
 
     def heads(t: Tensor) -> Tensor:                                     # (…, Hkv, G, T, ·) → (…, Hq, T, ·)
         return t.reshape(*t.shape[:-4], h_q, *t.shape[-2:])
@@ -461,16 +455,11 @@ def _grouped_mask(name: str, mask: Any, q: Tensor, h_kv: int) -> Any:
     return data.reshape(data.shape[:-3] + (h_kv, heads // h_kv) + data.shape[-2:])
 
 
-def _named(t: Tensor, name: str) -> Tensor:
-    """`t`, named for steps and drawings (S, P, …)."""
-    t.name = name
-    return t
-
-
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None,
                                  return_weights: bool = False, fused: bool = True,
-                                 enable_gqa: bool = False, window: int | None = None) -> Any:
+                                 dropout_p: float = 0.0, enable_gqa: bool = False,
+                                 window: int | None = None) -> Any:
     """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
 
     Args:
@@ -486,6 +475,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
             builds it from registered primitives, Kᵀ (swapaxes), Q Kᵀ (matmul), S (scale), P (the
             masked softmax op) and P V (matmul), so each is its own backward step. Both give the
             same outputs and gradients (up to rounding).
+        dropout_p: drop each weight with this probability (``dropout``) before multiplying V,
+            as PyTorch's argument of that name: pass it while training only. Above 0 the
+            weights are built from registered ops, as for `return_weights`.
         enable_gqa: grouped-query attention, as in PyTorch: q `(..., Hq, n_q, d_k)`, k and v
             `(..., Hkv, n_k, ·)` with Hq divisible by Hkv; query head h reads kv head
             h // (Hq / Hkv). K and V are broadcast, never repeated in memory, and dK, dV sum the
@@ -494,8 +486,8 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
             None: every key j ≤ i.
 
     Returns:
-        The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
-        a query whose every key is masked gets a zero output.
+        The output `(..., n_q, d_v)`, or `(output, weights)` (the weights before dropout).
+        Masked weights are exactly 0, and a query whose every key is masked gets a zero output.
 
     Raises:
         ShapeError: d_k of q and k differ, k and v have different n_k, batch axes or the mask
@@ -512,7 +504,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
                [1.6697615]], dtype=float32)
     """
     return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
-                      q, k, v, mask, is_causal, scale, return_weights, fused, enable_gqa, window)
+                      q, k, v, mask, is_causal, scale, return_weights, dropout_p, fused, enable_gqa, window)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
@@ -553,7 +545,7 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     if block_size < 1:
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
-                      return_weights, enable_gqa=enable_gqa, window=window, block_size=block_size)
+                      return_weights, 0.0, enable_gqa=enable_gqa, window=window, block_size=block_size)
 
 
 # ----- the losses and activations beyond the above, with PyTorch's names and defaults (issue 21) -----

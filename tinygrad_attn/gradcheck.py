@@ -19,6 +19,8 @@ from .errors import GradcheckError
 from .ops.base import Case
 from .tensor import Tensor
 
+__all__ = ["case_inputs", "gradcheck", "gradient_pairs"]
+
 
 def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
               atol: float = 1e-5, rtol: float = 1e-3) -> bool:

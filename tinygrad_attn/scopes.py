@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+__all__ = ["current_scope", "module_scope"]
+
+
 _running: list[Any] = []        # the modules running now, outermost first
 
 

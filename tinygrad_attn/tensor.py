@@ -21,7 +21,16 @@ from .backend import array_module, device_of, to_device, to_numpy, xp_for
 from .errors import DeviceError, IndexOutOfRange, ShapeError
 from .guards import anomaly
 from .guards.axes import normalize_axes, normalize_axis
-from .guards.shapes import broadcast_shape, first_out_of_range
+from .guards.indexing import check_index
+from .guards.shapes import (
+    broadcast_shape,
+    check_concat,
+    check_matmul,
+    check_reshape,
+    check_stack,
+    first_out_of_range,
+    split_sizes,
+)
 from .ops import binary as B
 from .ops import elementwise as E
 from .ops import gather as G
@@ -32,6 +41,10 @@ from .ops import shape as S
 from .ops import unary as U
 from .ops.base import Context, Op, quiet_float_errors
 from .scopes import current_scope
+
+__all__ = ["Tensor", "apply", "as_float", "concat", "get_default_dtype", "seed_gradient",
+           "set_default_dtype", "stack", "where"]
+
 
 _default_dtype = np.dtype(np.float32)
 
@@ -266,10 +279,7 @@ class Tensor:
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        size, known = self.data.size, math.prod(n for n in shape if n != -1)
-        fits = size == known if -1 not in shape else known > 0 and size % known == 0
-        if not fits or shape.count(-1) > 1 or any(n < -1 for n in shape):
-            raise ShapeError(f"reshape: cannot reshape {self.shape} ({size} elements) to {shape}")
+        check_reshape(self.shape, self.data.size, shape)
         return apply(S.Reshape, self, shape=shape)
 
     def transpose(self, *axes: int) -> Tensor:
@@ -305,29 +315,13 @@ class Tensor:
         index = tuple(xp.asarray(i.data if isinstance(i, Tensor) else i)
                       if isinstance(i, (Tensor, list, np.ndarray)) or device_of(i) == "cuda"
                       else i for i in index)
-        try:
-            for probe in _index_probes(xp, index):
-                np.broadcast_to(np.empty((), bool), self.shape)[probe]
-        except IndexError as e:
-            raise IndexOutOfRange(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
-        except (TypeError, ValueError) as e:
-            raise ShapeError(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
+        check_index(xp, index, self.shape)
         return apply(S.GetItem, self, index=index)
 
     def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
         """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
         axis = normalize_axis("split", axis, self.ndim)
-        length = self.shape[axis]
-        if isinstance(sizes_or_n, int):
-            if sizes_or_n <= 0 or length % sizes_or_n:
-                raise ShapeError(f"split: axis {axis} of shape {self.shape} does not split into "
-                                 f"{sizes_or_n} equal pieces")
-            sizes = [length // sizes_or_n] * sizes_or_n
-        else:
-            sizes = list(sizes_or_n)
-            if sum(sizes) != length or any(n < 0 for n in sizes):
-                raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
-                                 f"axis {axis} of shape {self.shape}")
+        sizes = split_sizes(self.shape, axis, sizes_or_n)
         starts = np.cumsum([0] + sizes).tolist()
         return [apply(S.Split, self, axis=axis, start=a, stop=b)
                 for a, b in zip(starts[:-1], starts[1:])]
@@ -390,8 +384,8 @@ class Tensor:
     # ----- comparisons and tests: bool tensors, no gradient -----
     __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
 
-    def __eq__(self, other): return _constant("eq", lambda xp, a, b: a == b, self, other)
-    def __ne__(self, other): return _constant("ne", lambda xp, a, b: a != b, self, other)
+    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
     def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
     def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
     def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
@@ -402,6 +396,19 @@ class Tensor:
     def logical_not(self) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)
     def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
     def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
+
+    def __abs__(self) -> Tensor: return self.abs()
+    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
+    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    __rand__, __ror__ = __and__, __or__
+
+    def _bools(self, operator: str) -> Tensor:
+        """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
+        if self.dtype != np.bool_:
+            raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
+                            "ops on integers are not supported")
+        return self
 
     def __bool__(self) -> bool:
         """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
@@ -706,32 +713,6 @@ def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
     return grad
 
 
-def _index_probes(xp: Any, index: tuple) -> tuple[tuple, ...]:
-    """Host stand-ins of `index` that NumPy checks against the shape (on a zero-byte array): the
-    index itself on the CPU (one probe, nothing copied).
-
-    A GPU integer array is not copied to the host: it is replaced by its minimum, then by its
-    maximum, broadcast to its shape (two probes, one read of two numbers). The indices that fit
-    an axis of length n form the interval [−n, n − 1], so if both extremes fit, every value does.
-    A GPU boolean array is copied, since its count of True values decides the result's shape.
-    """
-    low, high = [], []
-    for i in index:
-        if _is_device_int_array(i):
-            lowest, highest = to_numpy(xp.stack([i.min(), i.max()]))
-            low.append(np.broadcast_to(lowest, i.shape))
-            high.append(np.broadcast_to(highest, i.shape))
-        else:
-            host = to_numpy(i) if device_of(i) == "cuda" else i
-            low.append(host)
-            high.append(host)
-    return (tuple(low), tuple(high)) if any(map(_is_device_int_array, index)) else (tuple(low),)
-
-
-def _is_device_int_array(i: Any) -> bool:
-    return device_of(i) == "cuda" and i.dtype.kind in "iu" and i.size > 0
-
-
 def _as_mask(mask: Any, device: str) -> Tensor:
     mask = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
     if mask.dtype != np.bool_:
@@ -757,13 +738,7 @@ def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:
 
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"matmul: operands must have at least 1 dim, got {a.shape} @ {b.shape}")
-    inner_a, inner_b = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if inner_a != inner_b:
-        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
-                         f"(inner dims {inner_a} and {inner_b} differ)")
-    broadcast_shape("matmul", a.shape[:-2], b.shape[:-2], names=("a", "b"), what="batch dims of")
+    check_matmul(a.shape, b.shape)
     return apply(M.MatMul, a, b)
 
 
@@ -798,10 +773,7 @@ def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("concat: needs at least one tensor")
     axis = normalize_axis("concat", axis, tensors[0].ndim)
-    first = tensors[0].shape
-    for t in tensors:
-        if t.ndim != len(first) or t.shape[:axis] + t.shape[axis + 1:] != first[:axis] + first[axis + 1:]:
-            raise ShapeError(f"concat: shapes {[x.shape for x in tensors]} differ off axis {axis}")
+    check_concat([t.shape for t in tensors], axis)
     return apply(S.Concat, *tensors, axis=axis)
 
 
@@ -810,8 +782,7 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
-    if any(t.shape != tensors[0].shape for t in tensors):
-        raise ShapeError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
+    check_stack([t.shape for t in tensors])
     axis = normalize_axis("stack", axis, tensors[0].ndim + 1)
     return apply(S.Stack, *tensors, axis=axis)
 

@@ -15,6 +15,9 @@ import numpy as np
 from .. import functional as F
 from ..tensor import Tensor
 
+__all__ = ["INPUT_DTYPES", "OPS", "add_parser", "dtype_table", "run"]
+
+
 INPUT_DTYPES = ("bool", "int64", "float16", "float32", "float64")
 
 _T = np.array([0, 2])                            # class ids for the (2, 3) input's rows
@@ -39,7 +42,7 @@ OPS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": lambda x: x.relu(),
     "F.hardtanh, F.relu6": lambda x: F.relu6(x),
     "lerp(x, 0.5), logaddexp": lambda x: x.logaddexp(x),
-    "== != < <= > >=, isnan, isinf, isfinite, logical_*": lambda x: x > x,
+    "== != < <= > >=, isnan, isinf, isfinite, logical_*, ~ & | (bool)": lambda x: x > x,
     "sum": lambda x: x.sum(),
     "sum(dtype=float64)": lambda x: x.sum(dtype=np.float64),
     "mean, var, std, logsumexp": lambda x: x.mean(),
@@ -89,7 +92,9 @@ def dtype_table() -> str:
         "|---|" + "---|" * len(INPUT_DTYPES),
     ]
     for name, fn in OPS.items():
-        lines.append(f"| {name} | " + " | ".join(_cell(fn, d) for d in INPUT_DTYPES) + " |")
+        cells = " | ".join(_cell(fn, d) for d in INPUT_DTYPES)
+        escaped = name.replace("|", "\\|")            # a | inside a cell would end it
+        lines.append(f"| {escaped} | {cells} |")
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,8 @@ import argparse
 
 from ..ops import REGISTRY
 
+__all__ = ["add_parser", "formula_table", "run"]
+
 # What a learner can call that is not an op of its own: a composition of registered ops (as
 # PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
 COMPOSED = {
@@ -25,8 +27,8 @@ COMPOSED = {
     "relu6": "`hardtanh(x, 0, 6)`",
 }
 # Results without a gradient: bool or integer tensors that are never part of a graph.
-NO_GRADIENT = ("== != < <= > >= isnan isinf isfinite logical_not logical_and logical_or argmax argmin any "
-               "all one_hot")
+NO_GRADIENT = ("== != < <= > >= isnan isinf isfinite logical_not logical_and logical_or ~ & | argmax argmin "
+               "any all one_hot")
 CONSTRUCTORS = "tensor zeros ones full zeros_like ones_like full_like eye arange linspace randn rand randint"
 OUT_OF_SCOPE = "convolutions, pooling, linear algebra decompositions, bitwise ops, complex numbers"
 

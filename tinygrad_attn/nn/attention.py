@@ -22,6 +22,8 @@ from ..tensor import Tensor, concat
 from .layers import Linear
 from .module import Module, check_probability, check_sizes
 
+__all__ = ["LayerCache", "MultiHeadAttention"]
+
 
 @dataclass
 class LayerCache:
@@ -111,16 +113,6 @@ class MultiHeadAttention(Module):
         rotated.name = name
         return rotated
 
-    def _weigh_values(self, weights: Tensor, v: Tensor) -> Tensor:
-        """weights (…, H, Tq, Tk) @ V (…, Hkv, Tk, Dh), each kv head serving its group of query heads."""
-        if self.n_kv_heads == self.num_heads:
-            return weights @ v
-        *lead, _, n_q, n_k = weights.shape
-        group = self.num_heads // self.n_kv_heads
-        grouped = weights.reshape(*lead, self.n_kv_heads, group, n_q, n_k) @ \
-            v.reshape(*lead, self.n_kv_heads, 1, n_k, self.d_head)     # (B, Hkv, G, Tq, Dh)
-        return grouped.reshape(*lead, self.num_heads, n_q, self.d_head)
-
     def forward(self, x: Tensor, context: Tensor | None = None, mask: Any = None,
                 is_causal: bool = False, return_weights: bool = False,
                 cache: LayerCache | None = None) -> Any:
@@ -174,16 +166,12 @@ class MultiHeadAttention(Module):
             cache.k, cache.v = (k, v) if self.window is None else \
                 (k[..., -self.window:, :], v[..., -self.window:, :])    # all a later query can see
 
-        # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once. Dropout acts on the weights, so
-        # then they are asked for and multiplied with V again (the op's own output is unused).
-        drop_weights = self.training and self.dropout > 0
-        grouped = self.n_kv_heads != self.num_heads
+        # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once; dropout acts on the weights.
         result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
-                                                return_weights=return_weights or drop_weights,
-                                                fused=self.fused, enable_gqa=grouped, window=window)
-        heads, weights = result if return_weights or drop_weights else (result, None)
-        if drop_weights:
-            heads = self._weigh_values(F.dropout(weights, self.dropout), v)   # (B, H, Tq, Dh)
+                                                return_weights=return_weights, fused=self.fused,
+                                                dropout_p=self.dropout if self.training else 0.0,
+                                                enable_gqa=self.n_kv_heads != self.num_heads, window=window)
+        heads, weights = result if return_weights else (result, None)  # (B, H, Tq, Dh)
         heads.name = "heads"
         concat_heads = heads.swapaxes(-3, -2).reshape(x.shape)          # (B, Tq, D)
         concat_heads.name = "concat(heads)"

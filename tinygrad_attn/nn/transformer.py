@@ -18,6 +18,8 @@ from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, check_sizes
 
+__all__ = ["MLP", "TinyTransformer", "TransformerBlock"]
+
 
 class MLP(Module):
     """fc2(GELU(fc1(x))): the position-wise feed-forward network."""

@@ -7,8 +7,12 @@ Every one is computed without overflow for large |x| (no e^x of a large positive
 
 from __future__ import annotations
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Elu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSigmoid", "Mish", "Softplus",
+           "Softsign"]
+
 
 _CASES = (Case((3, 4), domain="nonzero"), Case((2, 3, 5), domain="nonzero"))
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
 from .masking import causal_keep, combine_keep, mask_scores_in_place, masked_logits
+from .registry import register
 from .rowsum import rowsum
 from .softmax import softmax_parts
+
+__all__ = ["ScaledDotProductAttention", "group_summed_product", "shared_batch"]
 
 
 def shared_batch(batch: tuple[int, ...], shared: tuple[int, ...]) -> tuple[int, ...]:
@@ -91,7 +93,8 @@ class ScaledDotProductAttention(Op):
     insides = (("S", "S = scale · Q Kᵀ (+ float mask; −inf where masked)"),
                ("P", "P = softmax(S) row by row"),
                ("dP", "dP = dO Vᵀ"),
-               ("dS", "dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)"),
+               ("D", "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O), one number per query"),
+               ("dS", "dS = P ⊙ (dP − D)"),
                ("dQ", "dQ = scale · dS K"),
                ("dK", "dK = scale · dSᵀ Q"),
                ("dV", "dV = Pᵀ dO"))
@@ -122,7 +125,7 @@ class ScaledDotProductAttention(Op):
         Q, K, V, P, O = (ctx.saved[n] for n in ("q", "k", "v", "probs", "out"))
         dO = grad
         dV = group_summed_product(xp, P, dO, ctx.v_shape) if need_v else None  # (..., Tk, Dv)
-        dP = dS = dQ = dK = None
+        dP = D = dS = dQ = dK = None
         if need_q or need_k:                                            # dP, dS feed dQ and dK only
             dP = dO @ xp.swapaxes(V, -1, -2)                            # (..., Tq, Tk)
             D = rowsum(xp, dO * O)                                      # (..., Tq, 1)
@@ -140,6 +143,6 @@ class ScaledDotProductAttention(Op):
                 shown_k = (xp.swapaxes(dS, -1, -2) @ Q) * ctx.scale
             if dV is not None and dV.shape[:-2] != P.shape[:-2]:
                 shown_v = xp.swapaxes(P, -1, -2) @ dO
-            insides = {"S": S, "P": P, "dP": dP, "dS": dS, "dQ": dQ, "dK": shown_k, "dV": shown_v}
+            insides = {"S": S, "P": P, "dP": dP, "D": D, "dS": dS, "dQ": dQ, "dK": shown_k, "dV": shown_v}
             ctx.trace.update({n: x for n, x in insides.items() if x is not None})
         return dQ, dK, dV, None, None

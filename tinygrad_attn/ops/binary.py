@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Lerp", "LogAddExp", "Maximum", "Minimum"]
+
 
 _BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)))
 

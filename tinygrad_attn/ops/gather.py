@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Gather", "ScatterAdd", "positions"]
+
 
 _INDEX = np.array([[0, 2, 2], [1, 0, 3]])       # positions along axis 1 of a (2, 4) or (3, 4) x
 

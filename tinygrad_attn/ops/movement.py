@@ -8,8 +8,10 @@ several outputs.
 
 from __future__ import annotations
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Diagonal", "Expand", "Flip", "Pad", "Repeat", "RepeatInterleave", "Roll", "Tril", "Triu"]
 
 
 @register

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
 
 
 def rope_angles(xp, positions, dim: int, base: float, dtype):

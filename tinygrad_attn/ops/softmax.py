@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op, cast_back, single_for_half
 from .masking import masked_logits
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["LogSoftmax", "Softmax", "softmax_parts"]
+
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import math
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Abs", "Ceil", "Clip", "Cos", "Erf", "Exp2", "Floor", "Log2", "Round", "Rsqrt", "Sign", "Sin",
+           "Trunc", "erf"]
+
 
 _UNARY_CASES = (Case((3, 4)), Case((2, 3, 5)), Case(()))
 _LN2 = math.log(2)

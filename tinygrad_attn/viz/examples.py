@@ -16,8 +16,13 @@ import numpy as np
 from .. import functional as F
 from ..creation import manual_seed
 from ..engine import no_grad
+from ..guards.labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
+
+__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "mha", "mlp",
+           "model"]
+
 
 WORDS = ("the", "cat", "sat", ".")
 
@@ -32,12 +37,16 @@ class Example:
         tokens: the label of each sequence position (rows and columns of attention matrices),
             or None where the input is not a sequence of tokens.
         intro: what to read first: the input, the targets and the predicted probabilities.
+        vocab: the word of each logit (the columns of logits), or None where they are classes.
+        has_attention: whether the model attends (the step command says how attention is built).
     """
 
     loss: Tensor
     model: Module
     tokens: tuple[str, ...] | None
     intro: str
+    vocab: tuple[str, ...] | None = None
+    has_attention: bool = True
 
 
 class AttentionHead(Module):
@@ -57,12 +66,12 @@ class AttentionHead(Module):
         self.head = Linear(d_head, vocab_size)
 
     def forward(self, ids: np.ndarray) -> Tensor:
-        x = _named(self.embed(ids), "X")                                # (T, D)
-        q = _named(self.q_proj(x), "Q")                                 # (T, Dh)
-        k = _named(self.k_proj(x), "K")                                 # (T, Dh)
-        v = _named(self.v_proj(x), "V")                                 # (T, Dh)
-        out = _named(F.scaled_dot_product_attention(q, k, v, is_causal=True, fused=self.fused), "O")
-        return _named(self.head(out), "logits")                         # (T, V)
+        x = named(self.embed(ids), "X")                                # (T, D)
+        q = named(self.q_proj(x), "Q")                                 # (T, Dh)
+        k = named(self.k_proj(x), "K")                                 # (T, Dh)
+        v = named(self.v_proj(x), "V")                                 # (T, Dh)
+        out = named(F.scaled_dot_product_attention(q, k, v, is_causal=True, fused=self.fused), "O")
+        return named(self.head(out), "logits")                         # (T, V)
 
 
 class TwoLayerMLP(Module):
@@ -73,12 +82,7 @@ class TwoLayerMLP(Module):
         self.fc2 = Linear(d_hidden, d_out)
 
     def forward(self, x: Tensor) -> Tensor:
-        return _named(self.fc2(_named(self.fc1(x).relu(), "hidden")), "logits")
-
-
-def _named(t: Tensor, name: str) -> Tensor:
-    t.name = name
-    return t
+        return named(self.fc2(named(self.fc1(x).relu(), "hidden")), "logits")
 
 
 def _matrix(values: np.ndarray, rows: list[str], columns: list[str]) -> str:
@@ -110,7 +114,7 @@ def head(fused: bool = True) -> Example:
         _matrix(probs, list(tokens), list(WORDS)),
         "loss = mean over positions of −log p(target) = ("
         + " ".join(f"−log {probs[i, t]:.3f}" for i, t in enumerate(targets)) + ") / 3"])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro, vocab=WORDS)
 
 
 def mlp(fused: bool = True) -> Example:
@@ -126,7 +130,7 @@ def mlp(fused: bool = True) -> Example:
         f"targets  classes {targets.tolist()}",
         "predicted probabilities, value of softmax(logits):",
         _matrix(_probabilities(logits), rows, ["class 0", "class 1"])])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), model, None, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, None, intro, has_attention=False)
 
 
 def mha(fused: bool = True) -> Example:
@@ -136,7 +140,7 @@ def mha(fused: bool = True) -> Example:
     out = model(Tensor(np.random.default_rng(0).standard_normal((1, 3, 8)).astype(np.float32)))
     intro = ("input: 3 positions of 8 random features (batch 1); self-attention with 2 heads of "
              "width 4, no mask;\nloss = mean of the squared outputs (a stand-in for a real loss)")
-    return Example(_named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
+    return Example(named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
 
 
 def block(fused: bool = True) -> Example:
@@ -147,7 +151,7 @@ def block(fused: bool = True) -> Example:
     out = model(x, is_causal=True)
     intro = ("input: 3 positions of 8 random features (batch 1); one causal pre-norm block "
              "(2 heads, MLP width 16);\nloss = mean of the squared outputs (a stand-in for a real loss)")
-    return Example(_named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
+    return Example(named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
 
 
 def model(fused: bool = True) -> Example:
@@ -162,7 +166,7 @@ def model(fused: bool = True) -> Example:
         f"targets  {' '.join(str(t) for t in targets[0])}   (the next token after each position)",
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: token id):",
         _matrix(_probabilities(logits), list(tokens), [str(i) for i in range(6)])])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
 
 
 def llama(fused: bool = True) -> Example:
@@ -180,7 +184,7 @@ def llama(fused: bool = True) -> Example:
         "query heads 0 and 1 both reading kv head 0, then x + swiglu(rms_norm(x)), rms_norm, linear head",
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: next word):",
         _matrix(_probabilities(logits), list(tokens), list(WORDS))])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
 
 
 DEMOS: dict[str, Callable[..., Example]] = {

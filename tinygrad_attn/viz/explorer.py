@@ -25,13 +25,20 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..tensor import Tensor
-from . import graph as viz
-from .stepper import Step, axis_labels, backprop_steps
+from .collected import CollectedGraph, ancestors, collect
+from .dot import emit
+from .image import layout
+from .stepper import Step, axis_labels, backprop_steps, param_text
+
+__all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "graph_svg",
+           "graph_views", "step_json"]
+
 
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
 
 
-def array_json(array: Any, name: str, tokens: tuple[str, ...] | None) -> dict[str, Any] | None:
+def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
+               vocab: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """An array as {shape, data (flat, row-major), rows, cols}; ±inf and nan become strings
     ("inf", "-inf", "nan") since JSON has no such numbers. None stays None."""
     if array is None:
@@ -39,34 +46,39 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None) -> dict[st
     values = to_numpy(array).astype(np.float64)
     data = [v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
             for v in values.reshape(-1).tolist()]
-    rows, cols = axis_labels(name, values.shape, tokens)
+    rows, cols = axis_labels(name, values.shape, tokens, vocab)
     return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols}
 
 
 def step_json(step: Step) -> dict[str, Any]:
     """What the viewer shows for one step (which node draws it depends on the view: see
     ``graph_views``)."""
-    inputs = [{"name": name, "shape": None if shape is None else list(shape),
-               "grad": array_json(grad, name, step.tokens)}
+    def array(value: Any, name: str) -> dict[str, Any] | None:
+        return array_json(value, name, step.tokens, step.vocab)
+
+    inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name)}
               for name, shape, grad in zip(step.input_names, step.input_shapes, step.sent)]
+    labels = step.tensor.node.op.residuals
+    shown = {id(inside.array) for inside in step.insides}
     return {
         "index": step.index, "op": step.op, "name": step.name,
         "formula": list(dict.fromkeys(f for f in step.formula if f)),      # *xs: one formula for all
         "module": step.module, "shape": list(step.output_shape),
-        "grad": array_json(step.grad, step.name, step.tokens), "inputs": inputs,
-        "parts": [{"source": source, "grad": array_json(part, step.name, step.tokens)}
-                  for source, part in step.parts],
+        "params": [param_text(name, value, step.input_shapes) for name, value in step.params],
+        "saved": [{"label": labels[name], "array": array(value, name)}
+                  for name, value in zip(step.saved, step.saved_values) if id(value) not in shown],
+        "grad": array(step.grad, step.name), "inputs": inputs,
+        "parts": [{"source": source, "grad": array(part, step.name)} for source, part in step.parts],
         "insides": [{"symbol": inside.symbol, "equation": inside.equation, "kind": inside.kind,
-                     "array": array_json(inside.array, inside.symbol, step.tokens)}
-                    for inside in step.insides],
+                     "array": array(inside.array, inside.symbol)} for inside in step.insides],
         "notes": list(step.notes)}
 
 
-def foldable_modules(graph: viz.CollectedGraph) -> list[str]:
+def foldable_modules(graph: CollectedGraph) -> list[str]:
     """The modules the explorer folds: every module, but the root, that holds other modules
     (a transformer block, its attention and MLP); modules of single layers stay open."""
     return sorted(path for path in graph.modules
-                  if path and any(path in viz.ancestors(inner)[1:] for inner in graph.modules))
+                  if path and any(path in ancestors(inner)[1:] for inner in graph.modules))
 
 
 def graph_views(loss: Tensor, tokens: tuple[str, ...] | None) -> list[dict[str, Any]]:
@@ -74,20 +86,20 @@ def graph_views(loss: Tensor, tokens: tuple[str, ...] | None) -> list[dict[str, 
     foldable modules folded (key ""), and for each foldable module the picture with it and the
     modules around it open (key: its path), the others folded. Each view says which node draws
     each step (its op, or the folded module around it) and which module each folded box opens."""
-    foldable = foldable_modules(viz.collect(loss, tokens=tokens))
+    foldable = foldable_modules(collect(loss, tokens=tokens))
     views = []
     for key in ["", *foldable]:
-        opened = [path for path in viz.ancestors(key) if path in foldable][::-1]
-        graph = viz.collect(loss, tokens=tokens, collapse=[p for p in foldable if p not in opened] or None)
+        opened = [path for path in ancestors(key) if path in foldable][::-1]
+        graph = collect(loss, tokens=tokens, collapse=[p for p in foldable if p not in opened] or None)
         folds = {node.id: node.folded for node in graph.nodes if node.kind == "fold"}
         views.append({"key": key, "open": opened, "folds": folds, "stepNodes": graph.step_nodes,
-                      "svg": graph_svg(viz.emit(graph).source)})
+                      "svg": graph_svg(emit(graph).source)})
     return views
 
 
 def graph_svg(dot_source: str) -> str:
     """The laid-out graph as an inline <svg> element: no XML prolog, DOCTYPE or namespace URLs."""
-    svg = viz.layout(dot_source, "svg").decode()
+    svg = layout(dot_source, "svg").decode()
     svg = svg[svg.index("<svg"):]
     return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
 
@@ -109,25 +121,31 @@ class Explorer:
     steps: int
     path: Path | None = None
 
+    def __repr__(self) -> str:
+        """One line: what a text-only front end prints instead of the page."""
+        where = f", written to {self.path}" if self.path else ""
+        size = len(self.html.encode()) // 1024
+        return f"<backprop explorer: {self.steps} steps, {size} KiB of HTML{where}>"
+
     def _repr_html_(self) -> str:
         return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" '
                 'style="width:100%;height:720px;border:1px solid #ccc"></iframe>')
 
 
 def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...] | None = None,
-            title: str = "backprop explorer") -> Explorer:
+            title: str = "backprop explorer", vocab: tuple[str, ...] | None = None) -> Explorer:
     """Run the backward pass from `loss` step by step and build the explorer page.
 
     The leaves' ``.grad`` are filled as by ``loss.backward()``. `tokens` label sequence
-    positions (rows and columns of attention matrices); `path`, when given, is where the page is
-    written (parent folders created).
+    positions (rows and columns of attention matrices), `vocab` the columns of logits; `path`,
+    when given, is where the page is written (parent folders created).
 
     Raises:
         ValueError: `loss` does not require a gradient, or `path` cannot be written (with why).
     """
     if not loss.requires_grad:
         raise ValueError(f"explore: the loss {loss.shape} does not require grad: nothing to backpropagate")
-    steps = list(backprop_steps(loss, tokens=tokens))
+    steps = list(backprop_steps(loss, tokens=tokens, vocab=vocab))
     views = graph_views(loss, tokens)
     data = {"title": title, "tokens": list(tokens) if tokens else None,
             "steps": [step_json(step) for step in steps],

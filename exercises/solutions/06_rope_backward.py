@@ -1,4 +1,4 @@
-"""Exercise 5: RoPE's backward.
+"""Reference solution to exercise 6: RoPE's backward.
 
 Forward is written for you: each pair of features (i, i + D/2) of row t is rotated by the angle
 θ[t, i] = positions[t] · base^(−2i/D):
@@ -6,7 +6,7 @@ Forward is written for you: each pair of features (i, i + D/2) of row t is rotat
 Write `backward`: given grad = dL/dy (shaped like x), return (dx, None); positions take no gradient.
 Hint: docs/modern_attention.md — y = R(θ) x with R a rotation, so dx = R(θ)ᵀ dy. What is Rᵀ?
 
-Check: python -m tinygrad_attn check exercises/05_rope_backward.py
+Check: python -m tinygrad_attn check exercises/06_rope_backward.py
 """
 
 import numpy as np
@@ -31,4 +31,8 @@ class Rope(Op):
     @staticmethod
     def backward(ctx, grad):
         """Return (dx, None)."""
-        raise NotImplementedError("return (dx, None) from grad, ctx.saved['cos'] and ctx.saved['sin']")
+        # R(θ)ᵀ = R(−θ): the same rotation with sin negated, pair by pair.
+        cos, sin = ctx.saved["cos"], ctx.saved["sin"]
+        half = grad.shape[-1] // 2
+        g1, g2 = grad[..., :half], grad[..., half:]
+        return np.concatenate([g1 * cos + g2 * sin, g2 * cos - g1 * sin], axis=-1), None
