@@ -43,7 +43,8 @@ def test_attention_step_sums_the_shared_kv_head_over_its_query_heads():
     first, second, total = (float(x) for x in re.search(r": (\S+) \+ (\S+) = (\S+)$", note).groups())
     assert abs(first + second - total) < 2e-4
     text = str(attention)
-    assert "[batch 0, kv head 0, query head 1]" in text
+    assert "[batch 0, kv head 0, query head 1]" in text                # the parts, then their sum:
+    assert "dL/d(K (one per group)):\n      formula  dK = scale · dSᵀ Q\n      [batch 0, kv head 0]\n" in text
 
 
 def test_fused_and_unfused_llama_give_the_same_gradients():

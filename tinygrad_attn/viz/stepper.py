@@ -234,10 +234,12 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
 
 def _lead_label(index: tuple[int, ...], shape: tuple[int, ...]) -> str:
     """'batch 0, head 1' for (B, H, rows, cols) arrays; 'batch 0, kv head 0, query head 1' for
-    grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g); else the indices."""
+    grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g), 'batch 0, kv head 0'
+    for a key or value (B, Hkv, 1, rows, cols) that its group shares; else the indices."""
     if len(shape) == 5:
         batch, kv_head, member = index
-        return f"batch {batch}, kv head {kv_head}, query head {kv_head * shape[2] + member}"
+        shared = "" if shape[2] == 1 else f", query head {kv_head * shape[2] + member}"
+        return f"batch {batch}, kv head {kv_head}{shared}"
     names = ("batch", "head") if len(shape) == 4 else ("batch",) if len(shape) == 3 else ()
     if len(names) == len(index):
         return ", ".join(f"{n} {i}" for n, i in zip(names, index))
