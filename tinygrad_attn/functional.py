@@ -30,8 +30,8 @@ from .tensor import Tensor, apply, as_float
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
            "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
            "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
-           "pad", "relu", "relu6", "scaled_dot_product_attention", "selu", "softmax", "softplus",
-           "softsign"]
+           "pad", "relu", "relu6", "rms_norm", "rope", "scaled_dot_product_attention", "selu", "silu",
+           "softmax", "softplus", "softsign"]
 
 
 def __dir__() -> list[str]:

@@ -15,7 +15,7 @@ from ..ops.shape import GetItem
 from ..tensor import Tensor, apply, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 
-__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear"]
+__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear", "RMSNorm"]
 
 
 def _uniform(bound: float, *shape: int) -> np.ndarray:

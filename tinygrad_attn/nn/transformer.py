@@ -18,7 +18,8 @@ from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, check_sizes
 
-__all__ = ["MLP", "TinyTransformer", "TransformerBlock"]
+__all__ = ["MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
+           "swiglu_width"]
 
 
 class MLP(Module):

@@ -13,8 +13,8 @@ import numpy as np
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Add", "Div", "Exp", "Gelu", "Log", "Mul", "Neg", "Pow", "Relu", "Sigmoid", "Sqrt", "Sub",
-           "Tanh"]
+__all__ = ["Add", "Div", "Exp", "Gelu", "Log", "Mul", "Neg", "Pow", "Relu", "Sigmoid", "Silu", "Sqrt",
+           "Sub", "Tanh"]
 
 
 _BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)), Case((), (2, 3)))

@@ -14,7 +14,7 @@ from .base import Case, Op, cast_back, single_for_half
 from .registry import register
 from .rowsum import rowsum
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "RMSNorm"]
 
 
 @register

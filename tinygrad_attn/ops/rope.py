@@ -12,6 +12,8 @@ import numpy as np
 from .base import Case, Op
 from .registry import register
 
+__all__ = ["Rope", "rope_angles", "rotate"]
+
 
 def rope_angles(xp, positions, dim: int, base: float, dtype):
     """θ (T, D/2): θ[t, i] = positions[t] · base^(−2i/D), in `dtype`."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backend import DEVICES
 
-__all__ = ["TrainConfig", "config_from_dict"]
+__all__ = ["ARCHS", "TrainConfig", "config_from_dict"]
 
 
 # The TinyTransformer options of each architecture; "llama" also halves the key/value heads

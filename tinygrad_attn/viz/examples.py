@@ -20,8 +20,8 @@ from ..guards.labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
 
-__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "mha", "mlp",
-           "model"]
+__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
+           "mlp", "model"]
 
 
 WORDS = ("the", "cat", "sat", ".")

@@ -16,7 +16,7 @@ from .. import engine
 from ..backend import to_numpy
 from ..guards.labels import scope_name, tensor_label
 
-__all__ = ["Notes", "TINY", "attention_zeros", "is_parameter"]
+__all__ = ["Notes", "TINY", "attention_zeros", "format_value", "is_parameter", "shared_kv_heads"]
 
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
