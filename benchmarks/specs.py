@@ -22,8 +22,10 @@ LEARNING_RATE = {"mlp": 0.1, "train": 1e-3}     # SGD for the MLP, Adam for the 
 
 @dataclass(frozen=True)
 class Workload:
-    """One row of the table: the workload's name, its sizes, and how the row is labelled."""
+    """One row of the table: a key naming the row (``python -m benchmarks.profile KEY``), the
+    workload's name, how the row is labelled, its sizes."""
 
+    key: str
     name: str
     label: str
     sizes: dict = field(default_factory=dict)
@@ -33,22 +35,22 @@ class Workload:
 def rows(quick: bool) -> list[Workload]:
     """The workloads of the table, in order; `quick` shrinks each to a few milliseconds."""
     if quick:
-        return [Workload("mlp", "MLP 16→16→4, batch 8, cross-entropy, SGD step",
+        return [Workload("mlp16", "mlp", "MLP 16→16→4, batch 8, cross-entropy, SGD step",
                          {"widths": (16, 16, 4), "batch": 8}),
-                Workload("chain", "20 elementwise ops on (8, 8) + backward", {"length": 20}, per="op"),
-                Workload("attention", "causal attention n = 32, 2 heads, fwd + bwd",
+                Workload("chain", "chain", "20 elementwise ops on (8, 8) + backward", {"length": 20}, per="op"),
+                Workload("attention", "attention", "causal attention n = 32, 2 heads, fwd + bwd",
                          {"n": 32, "heads": 2, "kernel": "plain"}),
-                Workload("train", "TinyTransformer train step (Adam), 1 layer, batch 4 × 8",
+                Workload("train", "train", "TinyTransformer train step (Adam), 1 layer, batch 4 × 8",
                          {**TRAIN, "layers": 1, "batch": 4, "seq": 8})]
-    return [Workload("mlp", "MLP 784→128→10, batch 64, cross-entropy, SGD step",
+    return [Workload("mlp784", "mlp", "MLP 784→128→10, batch 64, cross-entropy, SGD step",
                      {"widths": (784, 128, 10), "batch": 64}),
-            Workload("mlp", "MLP 16→16→4, batch 8, same step", {"widths": (16, 16, 4), "batch": 8}),
-            Workload("chain", "200 elementwise ops on (8, 8) + backward", {"length": 200}, per="op"),
-            Workload("attention", "causal attention n = 256, 4 heads, d 64, fwd + bwd",
+            Workload("mlp16", "mlp", "MLP 16→16→4, batch 8, same step", {"widths": (16, 16, 4), "batch": 8}),
+            Workload("chain", "chain", "200 elementwise ops on (8, 8) + backward", {"length": 200}, per="op"),
+            Workload("attention", "attention", "causal attention n = 256, 4 heads, d 64, fwd + bwd",
                      {"n": 256, "heads": 4, "kernel": "plain"}),
-            Workload("attention", "causal attention n = 2048, 4 heads: our flash kernel",
+            Workload("flash", "attention", "causal attention n = 2048, 4 heads: our flash kernel",
                      {"n": 2048, "heads": 4, "kernel": "flash"}),
-            Workload("train", "TinyTransformer train step (Adam), d 64, 2 layers, batch 64 × 32", TRAIN)]
+            Workload("train", "train", "TinyTransformer train step (Adam), d 64, 2 layers, batch 64 × 32", TRAIN)]
 
 
 def inputs(name: str, sizes: dict, dtype: type) -> dict[str, np.ndarray]:

@@ -26,7 +26,7 @@ from .ops import elementwise as E
 from .ops import matmul as M
 from .ops import reduce as R
 from .ops import shape as S
-from .ops.base import Context, Op, quiet_float_errors
+from .ops.base import Context, Op, restore_float_errors, silence_float_errors
 from .scopes import current_scope
 
 _default_dtype = np.dtype(np.float32)
@@ -336,8 +336,11 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     xp = _array_module(op, inputs)
     needs_grad = tuple([t is not None and t.requires_grad for t in inputs])
     ctx = Context(xp, needs_grad, params)
-    with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+    token = silence_float_errors()  # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+    try:
         out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
+    finally:
+        restore_float_errors(token)
     node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope())
