@@ -30,7 +30,7 @@ class NanBackward(Op):
     """y = 2x whose planted backward sends NaN (not registered: a test-only op)."""
 
     name = "nan_backward"
-    formula = ("dx = NaN",)
+    formula = {"x": "dx = NaN"}
 
     @staticmethod
     def forward(ctx, x):

@@ -109,3 +109,52 @@ def test_poisoned_residual_is_noticed():
     arrays = case_arrays(case, np.random.default_rng(0))
     with pytest.raises(AssertionError, match="backward used the residual 'k'"):
         run_backward(op, case, arrays, (True, False, False, False, False), np.ones((3, 2)), ("k",))
+
+
+@pytest.mark.parametrize("name,index", ALL_CASES)
+def test_an_input_gets_a_gradient_exactly_when_its_formula_is_not_none(name, index, rng):
+    """Every input is asked for a gradient (masks and targets too): the ones whose formula is None
+    answer None, every other one answers an array."""
+    op = REGISTRY[name]
+    case = op.cases[index]
+    arrays = case_arrays(case, rng)
+    present = tuple(a is not None for a in arrays)
+    with quiet_float_errors():
+        out = op.forward(Context(np, present, case.params), *arrays, **case.params)
+    sent = run_backward(op, case, arrays, present, rng.standard_normal(np.shape(out)))
+    formulas = op.formulas_for(len(arrays))
+    for i, (is_present, formula, grad) in enumerate(zip(present, formulas, sent)):
+        if is_present:
+            assert (grad is None) == (formula is None), f"{name} input {i}: formula {formula!r}"
+
+
+@pytest.mark.parametrize("name,index", ALL_CASES)
+def test_every_saved_residual_has_a_label(name, index, rng):
+    op = REGISTRY[name]
+    case = op.cases[index]
+    arrays = case_arrays(case, rng)
+    ctx = Context(np, tuple(a is not None for a in arrays), case.params)
+    with quiet_float_errors():
+        op.forward(ctx, *arrays, **case.params)
+    assert set(ctx.saved) <= set(op.residuals), f"{name}: {set(ctx.saved) - set(op.residuals)} unlabelled"
+
+
+def test_register_refuses_a_formula_that_does_not_name_the_inputs():
+    from tinygrad_attn.ops import register
+    from tinygrad_attn.ops.base import Op
+
+    class Scale(Op):
+        name = "test_scale"
+        formula = {"y": "dx = 2 dy"}          # keyed by the output, not the input x
+        cases = (Case((2,)),)
+
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+    with pytest.raises(ValueError, match=r"formula must have one entry per forward input \('x',\)"):
+        register(Scale)
+    Scale.formula = {"x": None}
+    with pytest.raises(ValueError, match="needs a formula for at least one input"):
+        register(Scale)
+    assert "test_scale" not in REGISTRY

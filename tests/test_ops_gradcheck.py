@@ -23,7 +23,8 @@ def test_registry_is_complete():
     for name, op in REGISTRY.items():
         assert op.name == name
         assert op.cases, f"{name} has no gradcheck case"
-        assert op.formula and all(isinstance(f, str) and f for f in op.formula), name
+        assert tuple(op.formula) == op.input_names(), name
+        assert all(f is None or (isinstance(f, str) and f) for f in op.formula.values()), name
         assert op.backward.__doc__ and op.backward.__doc__.strip(), f"{name}.backward has no docstring"
 
 

@@ -72,14 +72,17 @@ def test_step_record_and_text():
     loss, model = example.loss, example.model
     steps = list(ta.backprop_steps(loss, tokens=example.tokens))
     linear = next(s for s in steps if s.op == "linear" and "head.weight" in s.input_names)
-    assert linear.formula[0] == "dx = dy Wᵀ" and len(linear.formula) == 3 and linear.module == "head"
+    assert linear.formula == ("dx = dy Wᵀ", "dW = xᵀ dy  (x and dy as matrices of their rows)",
+                              "db = Σ dy over the rows") and linear.module == "head"
     assert linear.saved == ("x", "w") and linear.input_shapes == ((3, 2), (2, 4), (4,))
     assert linear.parameters == ("head.weight", "head.bias") and linear.input_names[0] == "O"
     np.testing.assert_allclose(linear.sent[1], model.head.weight.grad)
     np.testing.assert_allclose(linear.sent[2], model.head.bias.grad)
     text = str(linear)
     assert text.startswith(f"step {linear.index}: linear → logits (3, 4)  (in head)")
-    assert "formula  dx = dy Wᵀ" in text and "→ input 1 head.weight (2, 4): gradient sent" in text
+    assert "→ input 1 head.weight (2, 4): gradient sent, dL/d(head.weight):\n      formula  dW = xᵀ dy" \
+        in text
+    assert "formula  dx = dy Wᵀ" in text
     assert "gradient arriving, dL/d(logits)" in text
     assert "saved by forward: x (the input), W (the weight matrix)" in text
     assert max(map(len, text.splitlines())) < 100

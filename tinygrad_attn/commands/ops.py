@@ -24,7 +24,8 @@ def formula_table() -> str:
     ]
     for name, op in sorted(REGISTRY.items()):
         summary = (op.__doc__ or "").strip().splitlines()[0].replace("|", "\\|")
-        formulas = "<br>".join(f"`{f}`" for f in op.formula).replace("|", "\\|")
+        formulas = "<br>".join(f"`{f}`" if f else f"`{arg}`: no gradient"
+                               for arg, f in op.formula.items()).replace("|", "\\|")
         lines.append(f"| `{name}` | {summary} | {formulas} | {len(op.cases)} |")
     return "\n".join(lines) + "\n"
 

@@ -24,10 +24,22 @@ class ScaledDotProductAttention(Op):
     """O = P V with P = softmax(S, mask), S = scale · Q Kᵀ; holds the whole (Tq, Tk) matrix P."""
 
     name = "scaled_dot_product_attention"
-    formula = ("dQ = scale · dS K,  dS = P ⊙ (dP − D),  dP = dO Vᵀ,  "
-               "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)",
-               "dK = scale · dSᵀ Q", "dV = Pᵀ dO", "mask: not differentiable",
-               "float mask: not differentiable")
+    formula = {
+        "q": "dQ = scale · dS K,  dS = P ⊙ (dP − D),  dP = dO Vᵀ,  D = rowsum(dO ⊙ O)",
+        "k": "dK = scale · dSᵀ Q",
+        "v": "dV = Pᵀ dO",
+        "keep": None,
+        "bias": None,
+    }
+    residuals = {
+        "q": "Q",
+        "k": "K",
+        "v": "V",
+        "probs": "P (the softmax probabilities)",
+        "out": "O (the output)",
+        "keep": "the keep mask",
+        "bias": "the float mask",
+    }
     # Plain; causal; n_q < n_k with a fully masked row; broadcast batch axes with padding, a float
     # mask and causal; n_q > n_k causal with a float mask whose row 1 is all −inf.
     cases = (Case((3, 4), (3, 4), (3, 2), None, None, params={"scale": 0.5, "is_causal": False}),

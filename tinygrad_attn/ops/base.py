@@ -7,8 +7,11 @@ when ``backward`` breaks the first rule):
 - ``backward`` always returns a tuple with one entry per forward input (a 1-tuple for one input);
 - an entry is ``None`` where ``ctx.needs_grad[i]`` is False or the input is not differentiable
   (a mask, integer targets), and that gradient is not computed at all;
-- arrays kept for backward go through ``ctx.save``; non-array parameters (``axis``, an input's
-  shape) may be plain attributes of ``ctx``.
+- arrays kept for backward go through ``ctx.save``, under names the op labels in ``residuals``;
+  non-array parameters (``axis``, an input's shape) may be plain attributes of ``ctx``;
+- ``formula`` maps each forward input, by name and in order, to its backward formula, or to None
+  for an input that takes no gradient (a mask, targets): that input's entry is always None, and
+  every other input's entry is a gradient whenever it is asked for.
 
 A gradient may be returned in the broadcast shape of the output: the engine sums it back to the
 input's shape.
@@ -16,6 +19,7 @@ input's shape.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from types import MappingProxyType, ModuleType
@@ -108,7 +112,13 @@ class Case:
 
 
 class Op:
-    """Base of every op. Subclasses set ``name``, ``formula``, ``cases`` and the two methods.
+    """Base of every op. Subclasses set ``name``, ``formula``, ``cases`` and the two methods, and
+    ``residuals`` when forward saves arrays.
+
+    ``formula`` is keyed by the forward's inputs, as PyTorch's derivatives.yaml keys its formulas:
+    ``{"x": "dx = dy ⊙ (1 − y²)"}``, ``{"x": "dx = dy ⊙ ¬mask", "mask": None}``; a variadic input
+    (``*xs``) has one entry for all its tensors. ``residuals`` labels what forward saves, as a
+    learner reads it: ``{"y": "y (the output)"}``.
 
     An op whose backward computes matrices worth seeing (attention's S, P, dP, dS, …) lists them
     in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
@@ -116,9 +126,29 @@ class Op:
     """
 
     name: str = ""
-    formula: tuple[str, ...] = ()
+    formula: Mapping[str, str | None] = MappingProxyType({})
+    residuals: Mapping[str, str] = MappingProxyType({})
     cases: tuple[Case, ...] = ()
     insides: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def input_names(cls) -> tuple[str, ...]:
+        """The forward's inputs, in order (``*xs`` as ``xs``); keyword-only params are not inputs."""
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+        params = list(inspect.signature(cls.forward).parameters.values())[1:]   # after ctx
+        return tuple(p.name for p in params if p.kind in kinds)
+
+    @classmethod
+    def formulas_for(cls, n_inputs: int) -> tuple[str | None, ...]:
+        """One formula (or None) per input of a call with `n_inputs` inputs (a variadic input's
+        formula repeated for each of its tensors)."""
+        formulas = tuple(cls.formula.values())
+        return formulas if len(formulas) == n_inputs else formulas[:1] * n_inputs
+
+    @classmethod
+    def formula_lines(cls) -> tuple[str, ...]:
+        """The formulas of the inputs that take a gradient, in input order: what a table shows."""
+        return tuple(f for f in cls.formula.values() if f is not None)
 
     @staticmethod
     def forward(ctx: Context, *inputs: Any, **params: Any) -> Any:

@@ -13,7 +13,8 @@ class Dropout(Op):
     """y = x ⊙ keep / (1 − p): kept elements are scaled up so that E[y] = x."""
 
     name = "dropout"
-    formula = ("dx = dy ⊙ keep / (1 − p)", "keep: not differentiable")
+    formula = {"x": "dx = dy ⊙ keep / (1 − p)", "keep": None}
+    residuals = {"keep": "the keep mask"}
     cases = (Case((3, 4), np.array([[True, False, True, True]] * 3), params={"p": 0.25}),
              Case((2, 3, 2), np.arange(12).reshape(2, 3, 2) % 3 > 0, params={"p": 0.5}))
 

@@ -22,7 +22,7 @@ class Add(Op):
     """c = a + b."""
 
     name = "add"
-    formula = ("da = dc", "db = dc")
+    formula = {"a": "da = dc", "b": "db = dc"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -40,7 +40,7 @@ class Sub(Op):
     """c = a − b."""
 
     name = "sub"
-    formula = ("da = dc", "db = −dc")
+    formula = {"a": "da = dc", "b": "db = −dc"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -58,7 +58,8 @@ class Mul(Op):
     """c = a ⊙ b."""
 
     name = "mul"
-    formula = ("da = dc ⊙ b", "db = dc ⊙ a")
+    formula = {"a": "da = dc ⊙ b", "b": "db = dc ⊙ a"}
+    residuals = {"a": "A", "b": "B"}
     cases = _BROADCAST_CASES
 
     @staticmethod
@@ -79,7 +80,8 @@ class Div(Op):
     """c = a / b."""
 
     name = "div"
-    formula = ("da = dc / b", "db = −dc ⊙ a / b²")
+    formula = {"a": "da = dc / b", "b": "db = −dc ⊙ a / b²"}
+    residuals = {"a": "A", "b": "B"}
     cases = (Case((3, 4), (3, 4), domain="nonzero"), Case((2, 3), (3,), domain="nonzero"))
 
     @staticmethod
@@ -100,7 +102,11 @@ class Pow(Op):
     """c = a ** b, differentiable in both the base and the exponent."""
 
     name = "pow"
-    formula = ("da = dc ⊙ b ⊙ a^(b−1), 0 where b = 0", "db = dc ⊙ c ⊙ ln a, 0 where a = 0 and b ≥ 0")
+    formula = {
+        "a": "da = dc ⊙ b ⊙ a^(b−1), 0 where b = 0",
+        "b": "db = dc ⊙ c ⊙ ln a, 0 where a = 0 and b ≥ 0",
+    }
+    residuals = {"a": "A", "b": "B", "c": "C (the output)"}
     cases = (Case((3, 4), (3, 4), domain="positive"), Case((3, 4), np.array(2.0)),
              Case((3, 4), np.array(-1.5), domain="positive"), Case((2, 3), (3,), domain="positive"))
 
@@ -129,7 +135,7 @@ class Neg(Op):
     """y = −x."""
 
     name = "neg"
-    formula = ("dx = −dy",)
+    formula = {"x": "dx = −dy"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -147,7 +153,8 @@ class Exp(Op):
     """y = eˣ."""
 
     name = "exp"
-    formula = ("dx = dy ⊙ y",)
+    formula = {"x": "dx = dy ⊙ y"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -167,7 +174,8 @@ class Log(Op):
     """y = ln x."""
 
     name = "log"
-    formula = ("dx = dy / x",)
+    formula = {"x": "dx = dy / x"}
+    residuals = {"x": "x (the input)"}
     cases = (Case((3, 4), domain="positive"),)
 
     @staticmethod
@@ -186,7 +194,8 @@ class Sqrt(Op):
     """y = √x."""
 
     name = "sqrt"
-    formula = ("dx = dy / (2y)",)
+    formula = {"x": "dx = dy / (2y)"}
+    residuals = {"y": "y (the output)"}
     cases = (Case((3, 4), domain="positive"),)
 
     @staticmethod
@@ -206,7 +215,8 @@ class Tanh(Op):
     """y = tanh x."""
 
     name = "tanh"
-    formula = ("dx = dy ⊙ (1 − y²)",)
+    formula = {"x": "dx = dy ⊙ (1 − y²)"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -227,7 +237,8 @@ class Sigmoid(Op):
     """y = σ(x) = 1 / (1 + e⁻ˣ), computed without overflow for large |x|."""
 
     name = "sigmoid"
-    formula = ("dx = dy ⊙ y ⊙ (1 − y)",)
+    formula = {"x": "dx = dy ⊙ y ⊙ (1 − y)"}
+    residuals = {"y": "y (the output)"}
     cases = _UNARY_CASES
 
     @staticmethod
@@ -249,7 +260,8 @@ class Relu(Op):
     """y = max(x, 0)."""
 
     name = "relu"
-    formula = ("dx = dy ⊙ [x > 0]",)
+    formula = {"x": "dx = dy ⊙ [x > 0]"}
+    residuals = {"x": "x (the input)"}
     cases = (Case((3, 4), domain="nonzero"),)
 
     @staticmethod
@@ -275,7 +287,8 @@ class Gelu(Op):
     """
 
     name = "gelu"
-    formula = ("dx = dy ⊙ (s + 2x·s(1 − s)·√(2/π)(1 + 3·0.044715x²)), s = σ(2u) = ½(1 + tanh u)",)
+    formula = {"x": "dx = dy ⊙ (s + 2x·s(1 − s)·√(2/π)(1 + 3·0.044715x²)), s = σ(2u) = ½(1 + tanh u)"}
+    residuals = {"x": "x (the input)", "s": "σ(2u) = ½(1 + tanh u)"}
     cases = _UNARY_CASES
 
     @staticmethod

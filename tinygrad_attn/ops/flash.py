@@ -98,10 +98,23 @@ class FlashAttention(Op):
     """O = softmax(scale · Q Kᵀ, mask) V, key block by key block with an online softmax."""
 
     name = "flash_attention"
-    formula = ("per key block B: P_B = exp(S_B − L) (L = row log-sum-exp saved by forward)",
-               "D = rowsum(dO ⊙ O) once;  dS_B = P_B ⊙ (dO V_Bᵀ − D);  dQ += scale · dS_B K_B",
-               "dK_B = scale · dS_Bᵀ Q", "dV_B = P_Bᵀ dO", "mask: not differentiable",
-               "float mask: not differentiable")
+    formula = {
+        "q": "per key block B: P_B = exp(S_B − L), dS_B = P_B ⊙ (dO V_Bᵀ − D), D = rowsum(dO ⊙ O);  "
+             "dQ += scale · dS_B K_B",
+        "k": "dK_B = scale · dS_Bᵀ Q",
+        "v": "dV_B = P_Bᵀ dO",
+        "keep": None,
+        "bias": None,
+    }
+    residuals = {
+        "q": "Q",
+        "k": "K",
+        "v": "V",
+        "out": "O (the output)",
+        "lse": "L (row log-sum-exp)",
+        "keep": "the keep mask",
+        "bias": "the float mask",
+    }
     # Each case is about the tiling: a partial last block; causal tiles above the diagonal
     # skipped; with n_q < n_k a key block nobody sees is never visited; with n_q > n_k a query row
     # all −inf; broadcast batch axes and a wholly masked last block; a wholly masked first block

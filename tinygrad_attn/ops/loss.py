@@ -20,8 +20,13 @@ class CrossEntropy(Op):
     """
 
     name = "cross_entropy"
-    formula = ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted",
-               "targets: not differentiable")
+    formula = {"logits": "dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", "targets": None}
+    residuals = {
+        "probs": "P (the softmax probabilities)",
+        "safe": "the targets",
+        "counted": "which targets count",
+        "n_counted": "n_counted (how many targets count)",
+    }
     cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
              Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "sum"}),
              Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),

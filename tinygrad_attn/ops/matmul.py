@@ -14,7 +14,8 @@ class MatMul(Op):
     """C = A @ B."""
 
     name = "matmul"
-    formula = ("dA = dC @ Bᵀ", "dB = Aᵀ @ dC")
+    formula = {"a": "dA = dC @ Bᵀ", "b": "dB = Aᵀ @ dC"}
+    residuals = {"a": "A", "b": "B"}
     cases = (Case((3, 4), (4, 5)), Case((2, 1, 3, 4), (5, 4, 2)), Case((4,), (4, 3)),
              Case((2, 3, 4), (4,)), Case((4,), (4,)), Case((2, 3, 4), (4, 5)))
 
@@ -62,7 +63,12 @@ class Linear(Op):
     """
 
     name = "linear"
-    formula = ("dx = dy Wᵀ", "dW = xᵀ dy  (x and dy as matrices of their rows)", "db = Σ dy over the rows")
+    formula = {
+        "x": "dx = dy Wᵀ",
+        "weight": "dW = xᵀ dy  (x and dy as matrices of their rows)",
+        "bias": "db = Σ dy over the rows",
+    }
+    residuals = {"x": "x (the input)", "w": "W (the weight matrix)"}
     cases = (Case((3, 4), (4, 5), (5,)), Case((2, 3, 4), (4, 2), (2,)), Case((2, 3, 4), (4, 5), None),
              Case((4,), (4, 3), (3,)))
 

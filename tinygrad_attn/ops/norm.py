@@ -14,8 +14,12 @@ class LayerNorm(Op):
     """y = x̂ ⊙ w + b with x̂ = (x − μ) · rstd, rstd = 1/√(σ² + eps), μ and σ² over the last axis."""
 
     name = "layer_norm"
-    formula = ("dx = rstd ⊙ (ĝ − mean(ĝ) − x̂ ⊙ mean(ĝ ⊙ x̂)),  ĝ = dy ⊙ w",
-               "dw = Σ dy ⊙ x̂", "db = Σ dy")
+    formula = {
+        "x": "dx = rstd ⊙ (ĝ − mean(ĝ) − x̂ ⊙ mean(ĝ ⊙ x̂)),  ĝ = dy ⊙ w",
+        "weight": "dw = Σ dy ⊙ x̂",
+        "bias": "db = Σ dy",
+    }
+    residuals = {"x_hat": "x̂ (the normalised input)", "rstd": "1/σ per row", "weight": "γ (the weight)"}
     cases = (Case((3, 5), (5,), (5,), params={"eps": 1e-5}),
              Case((2, 3, 4), None, None, params={"eps": 1e-5}),
              Case((2, 4), (4,), None, params={"eps": 0.1}),

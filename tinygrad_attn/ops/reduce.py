@@ -56,7 +56,7 @@ class Sum(Op):
     """y = Σ x over `axis`."""
 
     name = "sum"
-    formula = ("dx = broadcast(dy)",)
+    formula = {"x": "dx = broadcast(dy)"}
     cases = _AXIS_CASES
 
     @staticmethod
@@ -75,7 +75,7 @@ class Mean(Op):
     """y = (1/n) Σ x over `axis`, n the number of elements reduced."""
 
     name = "mean"
-    formula = ("dx = broadcast(dy) / n",)
+    formula = {"x": "dx = broadcast(dy) / n"}
     cases = _AXIS_CASES
 
     @staticmethod
@@ -98,7 +98,8 @@ class Max(Op):
     """
 
     name = "max"
-    formula = ("dx = dy ⊙ [x = y] / #ties",)
+    formula = {"x": "dx = dy ⊙ [x = y] / #ties"}
+    residuals = {"is_max": "where x equals the max"}
     cases = _AXIS_CASES
 
     @staticmethod
@@ -124,7 +125,8 @@ class Var(Op):
     """y = (1/n) Σ (x − μ)², the population variance (ddof 0) over `axis`."""
 
     name = "var"
-    formula = ("dx = dy ⊙ 2(x − μ) / n",)
+    formula = {"x": "dx = dy ⊙ 2(x − μ) / n"}
+    residuals = {"centered": "x − mean"}
     cases = _AXIS_CASES + (Case((5,), params={"axis": (0,), "keepdims": False}),)
 
     @staticmethod

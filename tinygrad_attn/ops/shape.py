@@ -19,7 +19,7 @@ class Reshape(Op):
     """y = x viewed with a new shape (same elements, row-major order)."""
 
     name = "reshape"
-    formula = ("dx = reshape(dy, x.shape)",)
+    formula = {"x": "dx = reshape(dy, x.shape)"}
     cases = (Case((3, 4), params={"shape": (2, 6)}), Case((2, 3, 4), params={"shape": (4, -1)}))
 
     @staticmethod
@@ -38,7 +38,7 @@ class Transpose(Op):
     """y = x with its axes permuted: y.shape[i] = x.shape[axes[i]]."""
 
     name = "transpose"
-    formula = ("dx = transpose(dy, argsort(axes))",)
+    formula = {"x": "dx = transpose(dy, argsort(axes))"}
     cases = (Case((3, 4), params={"axes": (1, 0)}), Case((2, 3, 4), params={"axes": (2, 0, 1)}))
 
     @staticmethod
@@ -61,7 +61,7 @@ class GetItem(Op):
     """
 
     name = "getitem"
-    formula = ("dx = scatter_add(zeros_like(x), index, dy)",)
+    formula = {"x": "dx = scatter_add(zeros_like(x), index, dy)"}
     cases = (Case((5, 4), params={"index": (slice(1, 4), slice(None, None, -2))}),
              Case((5, 4), params={"index": (np.array([0, 2, 2, 4]),)}),
              Case((3, 5), params={"index": (slice(None), np.array([[1, 1], [0, 4]]))}),
@@ -109,7 +109,7 @@ class Split(Op):
     """y = the slice [start, stop) of x along `axis`: one piece of ``Tensor.split``."""
 
     name = "split"
-    formula = ("dx = zeros, with dy placed at [start:stop] along axis",)
+    formula = {"x": "dx = zeros, with dy placed at [start:stop] along axis"}
     cases = (Case((6, 3), params={"axis": 0, "start": 2, "stop": 5}),
              Case((2, 7), params={"axis": 1, "start": 0, "stop": 3}))
 
@@ -133,7 +133,7 @@ class Concat(Op):
     """y = the inputs joined along an existing `axis`."""
 
     name = "concat"
-    formula = ("dxᵢ = dy[offsetᵢ : offsetᵢ + sizeᵢ] along axis",)
+    formula = {"xs": "dxᵢ = dy[offsetᵢ : offsetᵢ + sizeᵢ] along axis"}
     cases = (Case((2, 3), (4, 3), params={"axis": 0}), Case((2, 1), (2, 3), (2, 2), params={"axis": 1}))
 
     @staticmethod
@@ -154,7 +154,7 @@ class Stack(Op):
     """y = the inputs (all of one shape) joined along a new `axis`."""
 
     name = "stack"
-    formula = ("dxᵢ = dy[i] along axis",)
+    formula = {"xs": "dxᵢ = dy[i] along axis"}
     cases = (Case((2, 3), (2, 3), params={"axis": 0}), Case((4,), (4,), (4,), params={"axis": 1}))
 
     @staticmethod
@@ -173,7 +173,8 @@ class MaskedFill(Op):
     """y = value where mask is True, x elsewhere (mask broadcasts against x, as in PyTorch)."""
 
     name = "masked_fill"
-    formula = ("dx = dy ⊙ ¬mask", "mask: not differentiable")
+    formula = {"x": "dx = dy ⊙ ¬mask", "mask": None}
+    residuals = {"mask": "the fill mask"}
     cases = (Case((3, 4), np.array([[True, False, False, True]]), params={"value": -5.0}),
              Case((2, 3), np.array([[True, True, True], [False, True, False]]), params={"value": 0.0}))
 
@@ -193,7 +194,8 @@ class Where(Op):
     """y = a where cond is True, b elsewhere (all three broadcast together)."""
 
     name = "where"
-    formula = ("da = dy ⊙ cond", "db = dy ⊙ ¬cond", "cond: not differentiable")
+    formula = {"cond": None, "a": "da = dy ⊙ cond", "b": "db = dy ⊙ ¬cond"}
+    residuals = {"cond": "the condition"}
     cases = (Case(np.array([[True, False, True]]), (2, 3), (2, 3)),
              Case(np.array([True, False]), (3, 2), (1,)))
 

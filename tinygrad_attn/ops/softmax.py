@@ -34,7 +34,8 @@ class Softmax(Op):
     """y = exp(z − max z) / Σ exp(z − max z) along `axis`, z the masked logits."""
 
     name = "softmax"
-    formula = ("dx = y ⊙ (dy − Σ dy ⊙ y)", "mask: not differentiable", "float mask: not differentiable")
+    formula = {"x": "dx = y ⊙ (dy − Σ dy ⊙ y)", "keep": None, "bias": None}
+    residuals = {"y": "y (the output)"}
     cases = _MASK_CASES
 
     @staticmethod
@@ -61,8 +62,8 @@ class LogSoftmax(Op):
     """y = z − max z − log Σ exp(z − max z) along `axis`: log-probabilities, −inf where masked."""
 
     name = "log_softmax"
-    formula = ("dx = dy − softmax ⊙ Σ dy  (over positions taking part)", "mask: not differentiable",
-               "float mask: not differentiable")
+    formula = {"x": "dx = dy − softmax ⊙ Σ dy  (over positions taking part)", "keep": None, "bias": None}
+    residuals = {"probs": "P (the softmax probabilities)", "alive": "which positions take part"}
     cases = _MASK_CASES
 
     @staticmethod

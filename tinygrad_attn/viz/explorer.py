@@ -50,7 +50,8 @@ def step_json(step: Step) -> dict[str, Any]:
                "grad": array_json(grad, name, step.tokens)}
               for name, shape, grad in zip(step.input_names, step.input_shapes, step.sent)]
     return {
-        "index": step.index, "op": step.op, "name": step.name, "formula": list(step.formula),
+        "index": step.index, "op": step.op, "name": step.name,
+        "formula": list(dict.fromkeys(f for f in step.formula if f)),      # *xs: one formula for all
         "module": step.module, "shape": list(step.output_shape),
         "grad": array_json(step.grad, step.name, step.tokens), "inputs": inputs,
         "parts": [{"source": source, "grad": array_json(part, step.name, step.tokens)}

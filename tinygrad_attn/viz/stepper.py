@@ -23,15 +23,6 @@ from ..tensor import Tensor, seed_gradient
 from .notes import Notes, is_parameter
 
 WHOLE = 64          # arrays up to this many elements print whole
-# Residual names as a learner reads them (``ctx.saved`` keys of the ops).
-RESIDUALS = {"a": "A", "b": "B", "c": "C (the output)", "x": "x (the input)", "y": "y (the output)",
-             "q": "Q", "k": "K", "v": "V", "probs": "P (the softmax probabilities)", "out": "O (the output)",
-             "lse": "L (row log-sum-exp)", "keep": "the keep mask", "bias": "the float mask",
-             "w": "W (the weight matrix)",
-             "x_hat": "x̂ (the normalised input)", "rstd": "1/σ per row", "weight": "γ (the weight)",
-             "is_max": "where x equals the max", "centered": "x − mean", "mask": "the fill mask",
-             "cond": "the condition", "alive": "which positions take part", "s": "σ(2u) = ½(1 + tanh u)",
-             "safe": "the targets", "counted": "which targets count"}
 # Tensors whose last two axes are (query, key): their columns are tokens too.
 ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS")
 
@@ -61,7 +52,8 @@ class Step:
 
     Attributes:
         index: position in the backward pass (0 is the op that made the loss).
-        op, formula: the op's name and its backward formula lines (``Op.formula``).
+        op: the op's name. formula: per input, its backward formula (``Op.formula``), or None for
+            an input that takes no gradient (a mask, targets).
         name: how the output is called: its ``Tensor.name`` (S, P, logits), else
             'output of OP (step N)'.
         module: the dotted path of the module the op ran in, from the root the user called (the
@@ -71,7 +63,8 @@ class Step:
             or ``const`` for an unnamed leaf, or 'None' for an absent optional input.
         parameters: the names of the inputs that are named leaves taking a gradient: a module's
             parameters, or tensors the user named.
-        saved: names of the residuals forward saved (``ctx.saved`` keys; absent ones left out).
+        saved: names of the residuals forward saved (``ctx.saved`` keys; absent ones left out),
+            printed as the op labels them (``Op.residuals``).
         grad: the gradient of the loss with respect to the output, arriving at this step.
         sent: the gradient sent to each input (None where none is needed), already summed back
             to the input's shape.
@@ -85,7 +78,7 @@ class Step:
     index: int
     op: str
     name: str
-    formula: tuple[str, ...]
+    formula: tuple[str | None, ...]
     module: str | None
     output_shape: tuple[int, ...]
     input_shapes: tuple[tuple[int, ...] | None, ...]
@@ -103,9 +96,9 @@ class Step:
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
         lines = [f"step {self.index}: {self.op} → {self.name} {self.output_shape}{where}"]
-        lines += [f"  formula  {f}" for f in self.formula]
         if self.saved:
-            lines.append(f"  saved by forward: {', '.join(RESIDUALS.get(s, s) for s in self.saved)}")
+            labels = self.tensor.node.op.residuals
+            lines.append(f"  saved by forward: {', '.join(labels[name] for name in self.saved)}")
         lines.append(f"  gradient arriving, dL/d({self.name}):")
         lines += format_array(self.grad, self.name, self.tokens)
         for source, part in self.parts:
@@ -117,18 +110,23 @@ class Step:
                 f"gradient dL/d{inside.symbol[1:]}"
             lines.append(f"  inside: {inside.equation}   [{what}]")
             lines += format_array(inside.array, inside.symbol, self.tokens)
-        for i, (name, shape, g) in enumerate(zip(self.input_names, self.input_shapes, self.sent)):
+        inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula)
+        for i, (name, shape, g, formula) in enumerate(inputs):
             if shape is None:
                 continue
-            if g is None:
-                lines.append(f"  → input {i} {name} {shape}: no gradient (not differentiated)")
-                continue
-            if id(g) in shown:
+            if formula is None:
+                lines.append(f"  → input {i} {name} {shape}: no gradient (not differentiable)")
+            elif g is None:
+                lines.append(f"  → input {i} {name} {shape}: no gradient (not asked for: nothing "
+                             "it was computed from requires grad)")
+            elif id(g) in shown:
                 lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}) = "
                              f"{shown[id(g)]} above")
-                continue
-            lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
-            lines += format_array(g, name, self.tokens)
+                lines.append(f"      formula  {formula}")
+            else:
+                lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
+                lines.append(f"      formula  {formula}")
+                lines += format_array(g, name, self.tokens)
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -225,7 +223,8 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
                         for symbol, equation in node.op.insides if event.trace and symbol in event.trace)
         step_notes, parts = notes.explain(index, event, insides, tokens)
         yield Step(
-            index=index, op=node.op.name, name=label(event.tensor, order), formula=node.op.formula,
+            index=index, op=node.op.name, name=label(event.tensor, order),
+            formula=node.op.formulas_for(len(node.parents)),
             module=scope_name(node.scope), output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
