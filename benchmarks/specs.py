@@ -37,7 +37,8 @@ def rows(quick: bool) -> list[Workload]:
     if quick:
         return [Workload("mlp16", "mlp", "MLP 16→16→4, batch 8, cross-entropy, SGD step",
                          {"widths": (16, 16, 4), "batch": 8}),
-                Workload("chain", "chain", "20 elementwise ops on (8, 8) + backward", {"length": 20}, per="op"),
+                Workload("chain", "chain", "20 elementwise ops on (8, 8) + backward", {"length": 20},
+                         per="op"),
                 Workload("attention", "attention", "causal attention n = 32, 2 heads, fwd + bwd",
                          {"n": 32, "heads": 2, "kernel": "plain"}),
                 Workload("train", "train", "TinyTransformer train step (Adam), 1 layer, batch 4 × 8",
@@ -50,7 +51,8 @@ def rows(quick: bool) -> list[Workload]:
                      {"n": 256, "heads": 4, "kernel": "plain"}),
             Workload("flash", "attention", "causal attention n = 2048, 4 heads: our flash kernel",
                      {"n": 2048, "heads": 4, "kernel": "flash"}),
-            Workload("train", "train", "TinyTransformer train step (Adam), d 64, 2 layers, batch 64 × 32", TRAIN)]
+            Workload("train", "train", "TinyTransformer train step (Adam), d 64, 2 layers, batch 64 × 32",
+                     TRAIN)]
 
 
 def inputs(name: str, sizes: dict, dtype: type) -> dict[str, np.ndarray]:

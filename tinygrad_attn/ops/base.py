@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-
 _QUIET = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
 try:    # NumPy 2 keeps the float-error state in a context variable (per thread), which errstate sets
     from numpy._core._ufunc_config import _extobj_contextvar as _error_state
