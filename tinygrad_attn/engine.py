@@ -94,19 +94,21 @@ def toposort(root: Tensor) -> list[Tensor]:
     order: list[Tensor] = []
     visited: set[int] = set()
     stack: list[tuple[Tensor, bool]] = [(root, False)]
+    push, pop = stack.append, stack.pop
     while stack:
-        t, expanded = stack.pop()
+        t, expanded = pop()
         if expanded:
             order.append(t)
             continue
         if id(t) in visited:
             continue
         visited.add(id(t))
-        stack.append((t, True))
-        if t.node is not None:
-            for parent in reversed(t.node.parents):
+        push((t, True))
+        node = t.node
+        if node is not None:
+            for parent in reversed(node.parents):
                 if parent is not None and parent.requires_grad and id(parent) not in visited:
-                    stack.append((parent, False))
+                    push((parent, False))
     return order
 
 
@@ -186,8 +188,15 @@ def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
         got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
         raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
                         f"{len(parents)} gradients (one per input, None where none is needed)")
-    return tuple([None if s is None or p is None or not p.requires_grad else _reduce_to_parent(node, i, p, s)
-                  for i, (p, s) in enumerate(zip(parents, sent))])
+    checked = anomaly.active
+    grads = []
+    for index, (parent, g) in enumerate(zip(parents, sent)):
+        if g is None or parent is None or not parent.requires_grad:
+            g = None
+        elif checked or g.shape != parent.data.shape or g.dtype != parent.data.dtype:
+            g = _reduce_to_parent(node, index, parent, g)     # the common case needs no call
+        grads.append(g)
+    return tuple(grads)
 
 
 def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:

@@ -49,13 +49,11 @@ def silence_float_errors() -> Any:
     global _quieted
     if _error_state is None:
         return np.seterr(**_QUIET)
-    current, quiet = _quieted
-    if _error_state.get() is not current:
-        current = _error_state.get()
+    current, quieted = _error_state.get(), _quieted
+    if quieted[0] is not current:
         with np.errstate(**_QUIET):
-            quiet = _error_state.get()
-        _quieted = (current, quiet)         # one tuple: a thread never pairs one state with another's
-    return _error_state.set(quiet)
+            quieted = _quieted = (current, _error_state.get())  # one tuple: no thread mixes two pairs
+    return _error_state.set(quieted[1])
 
 
 def restore_float_errors(token: Any) -> None:
@@ -77,7 +75,8 @@ class Context:
         # None in backward(); a dict while the stepper or a drawing watches this node, which the
         # backward of an op with insides (attention) fills with its intermediate matrices.
         self.trace: dict[str, Any] | None = None
-        self.__dict__.update(params)
+        if params:
+            self.__dict__.update(params)
 
     def save(self, **arrays: Any) -> None:
         """Keep arrays for backward under names a learner can read (``y``, ``probs``, ``lse``)."""

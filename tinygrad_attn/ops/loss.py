@@ -24,7 +24,7 @@ class CrossEntropy(Op):
     residuals = {
         "probs": "P (the softmax probabilities)",
         "safe": "the targets",
-        "counted": "which targets count",
+        "counted": "which targets count (saved only with an ignore_index)",
         "n_counted": "n_counted (how many targets count)",
     }
     cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
@@ -37,16 +37,23 @@ class CrossEntropy(Op):
     def forward(ctx, logits, targets, *, ignore_index, reduction):
         xp = ctx.xp
         probs, m, s = masked_softmax(xp, logits, None, None, -1)
-        counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
-        safe = xp.where(counted, targets, 0)[..., None]                       # (..., 1)
-        picked = xp.take_along_axis(logits, safe, axis=-1)[..., 0]
-        # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
-        # row with −inf logits stays 0 instead of 0 · inf = NaN.
-        losses = xp.where(counted, m[..., 0] + xp.log(s[..., 0]) - picked, 0)
+        counted = None if ignore_index is None else targets != ignore_index
+        safe = targets if counted is None else xp.where(counted, targets, 0)
+        # z[target] of each position: the logits as rows, one (row, target) pair picked per row.
+        rows = logits.reshape(safe.size, logits.shape[-1])
+        picked = rows[xp.arange(safe.size), safe.reshape(-1)].reshape(safe.shape)
+        losses = m[..., 0] + xp.log(s[..., 0]) - picked         # −log p[target] = log Σ exp(z) − z[target]
         # n stays an array on the device (no int(): that would wait for the GPU and copy to the
         # host on every call); float, so that dividing by it keeps the logits' dtype.
-        n_counted = xp.maximum(counted.sum(dtype=logits.dtype), 1)
-        ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
+        if counted is None:
+            n_counted = xp.asarray(max(safe.size, 1), dtype=logits.dtype)
+            ctx.save(probs=probs, safe=safe, n_counted=n_counted)
+        else:
+            # `where`, not `* counted`, so that an ignored row with −inf logits stays 0 instead
+            # of 0 · inf = NaN.
+            losses = xp.where(counted, losses, 0)
+            n_counted = xp.maximum(counted.sum(dtype=logits.dtype), 1)
+            ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
         if reduction == "none":
             return losses
         total = losses.sum()
@@ -59,9 +66,11 @@ class CrossEntropy(Op):
         if not ctx.needs_grad[0]:
             return None, None
         xp = ctx.xp
-        probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
-        one_hot = xp.arange(probs.shape[-1]) == safe                         # (..., C)
+        probs, safe = ctx.saved["probs"], ctx.saved["safe"]
+        one_hot = xp.arange(probs.shape[-1]) == safe[..., None]               # (..., C)
         if ctx.reduction == "mean":
             grad = grad / ctx.saved["n_counted"]
-        scale = (grad[..., None] if ctx.reduction == "none" else grad) * counted[..., None]
+        scale = grad[..., None] if ctx.reduction == "none" else grad
+        if "counted" in ctx.saved:                  # saved only with an ignore_index
+            scale = scale * ctx.saved["counted"][..., None]
         return (probs - one_hot) * scale, None
