@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="glibc keeps freed memory for reuse, as `tinygrad-attn train` sets it "
                              "(tinygrad_attn.training.host_memory); every side's process runs under it")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="what a sample measures: wall-clock time (default), or each process's CPU "
+                             "time, steadier on a loaded machine and fair between sides only with "
+                             "--threads 1 (refused otherwise)")
     parser.add_argument("--idle", type=float, default=0.15,
                         help="seconds idle before each sample, for BLAS threads to stop spinning")
     return parser
@@ -67,7 +71,10 @@ def installed_sides(asked: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.clock == "cpu" and args.threads != 1:
+        parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
     set_thread_count(args.threads)          # before NumPy loads its thread pool, here and in the workers
     from .harness import describe_environment, describe_side, format_table
     from .specs import rows
@@ -75,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sides, missing = installed_sides(args.sides)
     settings = Settings(rounds=args.rounds or (2 if args.quick else 10), sides=sides, threads=args.threads,
-                        idle=args.idle, target=0.005 if args.quick else 0.05,
+                        idle=args.idle, target=0.005 if args.quick else 0.05, clock=args.clock,
                         keep_freed_memory=args.keep_freed_memory, memory_size=256 if args.quick else 4096,
                         reverse_steps=3 if args.quick else None)
     print(describe_environment(args.threads))
@@ -95,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         table += train_reverse(settings)
     for side, info in described.items():
         print(describe_side(side, info))
-    print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; a peer's "
+    print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; "
+          f"{'CPU' if args.clock == 'cpu' else 'wall-clock'} time; a peer's "
           "cell: its median (median over rounds of peer / tinygrad_attn; below 1: the peer is faster)")
     print(format_table(table, sides))
     return 0

@@ -4,14 +4,15 @@
 
 The chain of ``python -m benchmarks`` (·w and tanh alternately on (8, 8), then backward) is run
 with every check, and again with one check replaced by a no-op: the in-place fingerprints
-(taken at forward, compared at backward), the device check of an op's inputs, the silencing of
-NumPy's float warnings, the module scope each node records. The variants run round-robin in one
+(taken at forward, compared at backward), the silencing of NumPy's float warnings, the module
+scope each node records. The variants run round-robin in one
 process (all of them are tinygrad_attn, so no other library's heap is involved), and each row
 gives the median per-op time and the median per-round difference from the full engine: what
 that check costs an op, forward and backward together. The rest of the time is the graph itself
 (a Node, a Context and a Tensor per op, the toposort, the backward visit) and NumPy's own calls.
-The checks that are a single test (anomaly mode off, the backward's tuple contract, a gradient's
-shape and dtype compared with its input's) are not separable this way and stay in every variant.
+The checks that are a single test (the device check, one type comparison per input in
+``apply``'s loop; anomaly mode off; the backward's tuple contract; a gradient's shape and dtype
+compared with its input's) are not separable this way and stay in every variant.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ class _NoFingerprints:
 VARIANTS: dict[str, list[tuple[object, str, object]]] = {     # (module, name, stand-in) to replace
     "every check (the engine as shipped)": [],
     "without in-place fingerprints": [(engine, "inplace", _NoFingerprints)],
-    "without the device check": [(tensor_module, "_array_module", lambda op, inputs: np)],
     "without silencing float warnings": [(tensor_module, "silence_float_errors", lambda: None),
                                          (tensor_module, "restore_float_errors", lambda token: None)],
     "without module scopes on nodes": [(engine, "current_scope", lambda: None)],

@@ -35,9 +35,11 @@ RTOL = 1e-6                 # float64 results of two engines: the same math, oth
 class Contestant:
     """One side's worker process, started fresh, answering ``build`` and ``round`` over a pipe."""
 
-    def __init__(self, side: str, threads: int, idle: float, target: float, keep_freed_memory: bool):
+    def __init__(self, side: str, threads: int, idle: float, target: float, clock: str,
+                 keep_freed_memory: bool):
         self.side = side
-        command = [sys.executable, "-m", "benchmarks.worker", side, str(threads), str(idle), str(target)]
+        command = [sys.executable, "-m", "benchmarks.worker", side, str(threads), str(idle), str(target),
+                   clock]
         self.process = subprocess.Popen(command + (["--keep-freed-memory"] if keep_freed_memory else []),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         self.info = self._expect("ready")[1]

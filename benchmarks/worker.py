@@ -1,6 +1,6 @@
 """One side of a comparison in its own process, driven over a pipe by ``harness.Contestant``.
 
-    python -m benchmarks.worker SIDE THREADS IDLE TARGET [--keep-freed-memory]
+    python -m benchmarks.worker SIDE THREADS IDLE TARGET CLOCK [--keep-freed-memory]
 
 Messages are pickled tuples: the parent sends ``("build", name, sizes)``, then ``("round",)`` as
 often as it likes; the worker answers each. It first says ``("ready", info)`` (library, BLAS and
@@ -9,8 +9,10 @@ float64 results (``Bench.results``) for the parent to compare, then builds the f
 runs it twice to warm up and picks `inner`, the calls per sample that make a sample last about
 TARGET seconds. ``round`` idles IDLE seconds (OpenBLAS's threads spin for about 0.1 s after a
 call and would slow whatever runs next on a small machine), then times `inner` calls and
-answers the seconds per call. Closing the pipe ends the worker. Anything the side prints goes to
-stderr: stdout carries only the messages.
+answers the seconds per call, by CLOCK: "wall" (time.perf_counter) or "cpu" (this process's
+CPU time, time.process_time: a loaded machine's waits for a core are left out, which is fair
+between sides only when each runs one thread). Closing the pipe ends the worker. Anything the
+side prints goes to stderr: stdout carries only the messages.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _info(side: str, threads: int) -> dict:
     return info
 
 
-def serve(side: str, threads: int, idle: float, target: float) -> None:
+def serve(side: str, threads: int, idle: float, target: float, clock: str) -> None:
     from .sides import SIDES
 
     channel_in, channel_out = sys.stdin.buffer, sys.stdout.buffer
@@ -57,6 +59,7 @@ def serve(side: str, threads: int, idle: float, target: float) -> None:
     import numpy as np
 
     bench, inner = None, 1
+    now = time.process_time if clock == "cpu" else time.perf_counter
     while True:
         try:
             message = pickle.load(channel_in)
@@ -72,23 +75,24 @@ def serve(side: str, threads: int, idle: float, target: float) -> None:
                 results = None if checked.results is None else checked.results()
                 bench = module.build(name, sizes, np.float32)
                 bench.step()
-                start = time.perf_counter()
+                start = now()
                 bench.step()
-                inner = max(1, round(target / max(time.perf_counter() - start, 1e-9)))
+                inner = max(1, round(target / max(now() - start, 1e-6)))
                 send("built", results, bench.note, inner)
             elif message[0] == "round":
                 time.sleep(idle)
-                start = time.perf_counter()
+                start = now()
                 for _ in range(inner):
                     bench.step()
-                send("time", (time.perf_counter() - start) / inner)
+                send("time", (now() - start) / inner)
         except Exception:
             send("error", traceback.format_exc())
 
 
 if __name__ == "__main__":
-    side, threads, idle, target = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-    if "--keep-freed-memory" in sys.argv[5:]:
+    side, threads, clock = sys.argv[1], int(sys.argv[2]), sys.argv[5]
+    idle, target = float(sys.argv[3]), float(sys.argv[4])
+    if "--keep-freed-memory" in sys.argv[6:]:
         from tinygrad_attn.training.host_memory import keep_freed_memory
         keep_freed_memory()
-    serve(side, threads, idle, target)
+    serve(side, threads, idle, target, clock)

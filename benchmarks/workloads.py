@@ -30,6 +30,7 @@ class Settings:
     threads: int
     idle: float
     target: float               # seconds a sample lasts (calls per sample are chosen to match)
+    clock: str                  # "wall" or "cpu" (see worker.py)
     keep_freed_memory: bool
     memory_size: int
     reverse_steps: int | None   # None: the default TrainConfig (the issue's run)
@@ -40,7 +41,7 @@ def compare(workload: Workload, settings: Settings, describe: dict[str, dict]) -
 
     `describe` collects each side's process information (library versions, threads) once.
     """
-    contestants = [Contestant(side, settings.threads, settings.idle, settings.target,
+    contestants = [Contestant(side, settings.threads, settings.idle, settings.target, settings.clock,
                               settings.keep_freed_memory) for side in settings.sides]
     try:
         for c in contestants:

@@ -154,8 +154,15 @@ class _Pass:
 
     def visit(self, t: Tensor, trace: bool) -> tuple[Any, ...] | None:
         """Run `t`'s node backward and pass its results on to the parents, returning what it sent;
-        for a leaf, accumulate into ``.grad`` and return None (also when no gradient reached `t`)."""
-        g = self.grads.pop(id(t), None)
+        for a leaf, accumulate into ``.grad`` and return None (also when no gradient reached `t`).
+
+        The op's backward returns one gradient per input; each is summed back to its input's
+        shape and dtype (a call only when they differ) and added to the input's running total.
+        The op contract has no exception: a tuple with one entry per input (a 1-tuple for one
+        input), so a bare array or a wrong count is the op's bug, named here.
+        """
+        grads = self.grads
+        g = grads.pop(id(t), None)
         if g is None:
             return None
         node = t.node
@@ -167,36 +174,28 @@ class _Pass:
         node.grad = g
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        sent = _run_backward(node, g)
-        grads = self.grads
-        for parent, s in zip(node.parents, sent):
-            if s is not None:
+        sent = node.op.backward(node.ctx, g)
+        parents = node.parents
+        if type(sent) is not tuple or len(sent) != len(parents):
+            _refuse_result(node, sent)
+        checked = anomaly.active
+        passed = []
+        for index, (parent, s) in enumerate(zip(parents, sent)):
+            if s is None or parent is None or not parent.requires_grad:
+                s = None
+            else:
+                if checked or s.shape != parent.data.shape or s.dtype != parent.data.dtype:
+                    s = _reduce_to_parent(node, index, parent, s)
                 key = id(parent)
                 grads[key] = s if key not in grads else grads[key] + s
-        return sent
+            passed.append(s)
+        return tuple(passed)
 
 
-def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
-    """The node's backward: one gradient per input, each summed back to its input's shape.
-
-    The op contract has no exception: backward returns a tuple with one entry per input (a
-    1-tuple for one input), so a bare array or a wrong count is the op's bug, named here.
-    """
-    sent = node.op.backward(node.ctx, grad)
-    parents = node.parents
-    if type(sent) is not tuple or len(sent) != len(parents):
-        got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
-        raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
-                        f"{len(parents)} gradients (one per input, None where none is needed)")
-    checked = anomaly.active
-    grads = []
-    for index, (parent, g) in enumerate(zip(parents, sent)):
-        if g is None or parent is None or not parent.requires_grad:
-            g = None
-        elif checked or g.shape != parent.data.shape or g.dtype != parent.data.dtype:
-            g = _reduce_to_parent(node, index, parent, g)     # the common case needs no call
-        grads.append(g)
-    return tuple(grads)
+def _refuse_result(node: Node, sent: Any) -> None:
+    got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
+    raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
+                    f"{len(node.parents)} gradients (one per input, None where none is needed)")
 
 
 def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:
