@@ -16,11 +16,9 @@ def np_attention(q, k, v, keep=None, bias=None, is_causal=False, scale=None):
     s = q @ np.swapaxes(k, -1, -2) * scale
     if bias is not None:
         s = s + bias
-    allowed = np.ones(s.shape, bool)
-    if keep is not None:
-        allowed &= keep
+    allowed = np.ones(s.shape, bool) if keep is None else np.ones(s.shape, bool) & keep   # may grow
     if is_causal:
-        allowed &= np.tril(np.ones(s.shape[-2:], bool))
+        allowed = allowed & np.tril(np.ones(s.shape[-2:], bool))
     s = np.where(allowed, s, -np.inf)
     m = s.max(-1, keepdims=True)
     e = np.exp(s - np.where(np.isfinite(m), m, 0))
@@ -59,6 +57,9 @@ SETTINGS = {
     "causal cross": dict(shapes=((4, 4), (7, 4), (7, 2)), mask=None, causal=True),
     "causal, more queries": dict(shapes=((9, 3), (5, 3), (5, 2)),
                                  mask=np.array([True, True, False, True, True]), causal=True),
+    # The mask carries v's batch axis, which Q Kᵀ lacks: batch 1 pads its last 3 keys.
+    "mask with v's batch axes": dict(shapes=((1, 5, 4), (1, 7, 4), (2, 7, 3)),
+                                     mask=np.array([[[True] * 7], [[True] * 4 + [False] * 3]]), causal=False),
     # (batch 2, heads 3): batch 1 pads its last 3 keys; query 0 of batch 0 sees nothing (−inf).
     "heads, padding, float −inf row": dict(
         shapes=((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 3)),

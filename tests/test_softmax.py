@@ -10,7 +10,8 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.ops.masking import masked_softmax
+from tinygrad_attn.ops.masking import masked_logits
+from tinygrad_attn.ops.softmax import softmax_parts
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -152,15 +153,15 @@ def test_everything_masked_under_detect_anomaly_raises_nothing():
     assert (y.data == 0).all() and (x.grad == 0).all()
 
 
-def test_masked_softmax_helper_reports_rows_with_no_position():
-    """The helper attention imports: probs, the row max (0 on an empty row) and the row sum."""
+def test_softmax_parts_of_masked_logits_reports_rows_with_no_position():
+    """The helpers attention imports: probs, the row max (0 on an empty row) and the row sum."""
     x = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
     keep = np.array([[True, True, False], [False, False, False]])
-    probs, m, s = masked_softmax(np, x, keep, None, -1)
+    probs, m, s = softmax_parts(np, masked_logits(np, x, keep, None), -1)
     np.testing.assert_allclose(probs, [[1 / (1 + np.e), np.e / (1 + np.e), 0], [0, 0, 0]])
     np.testing.assert_array_equal(m[:, 0], [2.0, 0.0])
     np.testing.assert_allclose(s[:, 0], [1 + np.exp(-1.0), 0.0])
-    probs, _, s = masked_softmax(np, x, None, np.array([0.0, -np.inf, 0.0]), 1)
+    probs, _, s = softmax_parts(np, masked_logits(np, x, None, np.array([0.0, -np.inf, 0.0])), 1)
     np.testing.assert_allclose(probs[0], [1 / (1 + np.e**2), 0, np.e**2 / (1 + np.e**2)])
 
 

@@ -11,8 +11,9 @@ import numpy as np
 
 from . import register
 from .base import Case, Op
-from .masking import causal_keep, combine_keep, masked_logits, masked_softmax
-from .reduce import sum_keepdims
+from .masking import causal_keep, combine_keep, mask_scores_in_place, masked_logits
+from .rowsum import rowsum
+from .softmax import softmax_parts
 
 _PADDED = np.array([[True, True, True, False, False]])
 _ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])
@@ -62,8 +63,9 @@ class ScaledDotProductAttention(Op):
         xp = ctx.xp
         if is_causal:
             keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2])))
-        scores = (q * scale) @ xp.swapaxes(k, -1, -2)                     # (..., Tq, Tk)
-        probs, _, _ = masked_softmax(xp, scores, keep, bias, -1, scratch=True)  # in place of S
+        scores = (q * scale) @ xp.swapaxes(k, -1, -2)                   # S: (..., Tq, Tk)
+        scores = mask_scores_in_place(xp, scores, keep, bias)
+        probs, _, _ = softmax_parts(xp, scores, -1, overwrite=True)     # P, in S's memory
         out = probs @ v                                                 # (..., Tq, Dv)
         ctx.save(q=q, k=k, v=v, probs=probs, out=out, keep=keep, bias=bias)  # masks: to redraw S
         return out
@@ -73,30 +75,25 @@ class ScaledDotProductAttention(Op):
         """dV = Pᵀ dO; dP = dO Vᵀ; softmax's backward row by row gives dS = P ⊙ (dP − D) with
         D = rowsum(dP ⊙ P), which equals rowsum(dO ⊙ O) since O = P V (a (Tq, Dv) product instead
         of a (Tq, Tk) one); S = scale · Q Kᵀ gives dQ = scale · dS K and dK = scale · dSᵀ Q.
-        dP and dS are only computed when dQ or dK is asked for, in one array, in place; dQ needs
-        no Q and dK no K.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
         xp = ctx.xp
         need_q, need_k, need_v = ctx.needs_grad[:3]
-        probs = ctx.saved["probs"]
-        shown = {"P": probs}
-        grad_q = grad_k = grad_v = None
-        if need_v:
-            grad_v = shown["dV"] = xp.swapaxes(probs, -1, -2) @ grad                  # (..., Tk, Dv)
-        if need_q or need_k:
-            grad_p = grad @ xp.swapaxes(ctx.saved["v"], -1, -2)                     # (..., Tq, Tk)
-            if ctx.trace is not None:
-                shown["dP"] = grad_p.copy()
-            grad_p -= sum_keepdims(xp, grad * ctx.saved["out"])                       # dP − D
-            grad_s = shown["dS"] = xp.multiply(grad_p, probs, out=grad_p)             # (..., Tq, Tk)
-            if need_q:
-                grad_q = shown["dQ"] = (grad_s @ ctx.saved["k"]) * ctx.scale           # (..., Tq, Dk)
-            if need_k:
-                grad_k = shown["dK"] = (xp.swapaxes(grad_s, -1, -2) @ ctx.saved["q"]) * ctx.scale
+        Q, K, V, P, O = (ctx.saved[n] for n in ("q", "k", "v", "probs", "out"))
+        dO = grad
+        dV = xp.swapaxes(P, -1, -2) @ dO if need_v else None              # (..., Tk, Dv)
+        dP = dS = dQ = dK = None
+        if need_q or need_k:                                            # dP, dS feed dQ and dK only
+            dP = dO @ xp.swapaxes(V, -1, -2)                            # (..., Tq, Tk)
+            D = rowsum(xp, dO * O)                                      # (..., Tq, 1)
+            # dS is written over dP (one (Tq, Tk) array fewer) unless the stepper shows dP.
+            dS = xp.subtract(dP, D, out=dP if ctx.trace is None else None)
+            dS *= P                                                     # (..., Tq, Tk)
+            dQ = (dS @ K) * ctx.scale if need_q else None                # (..., Tq, Dk)
+            dK = (xp.swapaxes(dS, -1, -2) @ Q) * ctx.scale if need_k else None  # (..., Tk, Dk)
         if ctx.trace is not None:       # the stepper is watching: show the insides computed
-            q, k = ctx.saved["q"], ctx.saved["k"]
-            shown["S"] = masked_logits(xp, (q * ctx.scale) @ xp.swapaxes(k, -1, -2), ctx.saved["keep"],
-                                       ctx.saved["bias"])
-            ctx.trace.update(shown)
-        return grad_q, grad_k, grad_v, None, None
+            S = masked_logits(xp, (Q * ctx.scale) @ xp.swapaxes(K, -1, -2), ctx.saved["keep"],
+                              ctx.saved["bias"])
+            insides = {"S": S, "P": P, "dP": dP, "dS": dS, "dQ": dQ, "dK": dK, "dV": dV}
+            ctx.trace.update({n: x for n, x in insides.items() if x is not None})
+        return dQ, dK, dV, None, None

@@ -17,8 +17,8 @@ import numpy as np
 from ..guards.shapes import attention_shapes
 from . import register
 from .base import Case, Op
-from .masking import causal_keep, masked_logits
-from .reduce import sum_keepdims
+from .masking import causal_keep, mask_scores_in_place
+from .rowsum import rowsum
 
 _PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
 _FIRST_OFF = np.array([[False, False, True, True, True]])             # (1, Tk): block 0 wholly masked
@@ -54,6 +54,7 @@ def _tiles(ctx, n_q: int, n_k: int) -> list[tuple[slice, slice]]:
     after its last row (query i sees keys j ≤ i: later keys are masked for every row of the tile).
     The first piece is the top half of the block's diagonal square, rows c … c + block/2 − 1, so
     it stops at key c + block/2 − 1: a quarter of the square, masked, is never computed.
+    docs/flash_attention.md draws the tiles ("The tiles, drawn").
     """
     tiles = []
     for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size):
@@ -76,11 +77,11 @@ def _tile_scores(ctx, q_scaled, k, keep, bias, rows: slice, cols: slice):
     """
     xp = ctx.xp
     scores = q_scaled[..., rows, :] @ xp.swapaxes(k[..., cols, :], -1, -2)
-    scores = masked_logits(xp, scores, _tile(keep, rows, cols), _tile(bias, rows, cols), scratch=True)
+    scores = mask_scores_in_place(xp, scores, _tile(keep, rows, cols), _tile(bias, rows, cols))
     if ctx.is_causal and rows.start < cols.stop:
         square = slice(rows.start, min(rows.stop, cols.stop))
-        masked_logits(xp, scores[..., :square.stop - rows.start, :], causal_keep(xp, square, cols), None,
-                      scratch=True)                                     # in place: the rows of square
+        diagonal_rows = scores[..., :square.stop - rows.start, :]         # a view: masked in place
+        mask_scores_in_place(xp, diagonal_rows, causal_keep(xp, square, cols), None)
     return scores
 
 
@@ -143,29 +144,29 @@ class FlashAttention(Op):
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
         xp = ctx.xp
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
-        # a = Σ exp(s − m) v and l = Σ exp(s − m) side by side: e @ [V | 1] = [e V | rowsum e]
-        # updates both with one product.
+        # The docs' running values per query row: m, the largest score so far; l = Σ exp(s − m);
+        # a = Σ exp(s − m) v. a and l sit side by side in one array, acc = [a | l], because one
+        # product then updates both: exp(S_B − m) @ [V_B | 1] = [exp(S_B − m) V_B | rowsum].
         v_one = xp.concatenate([v, xp.ones(v.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
-        acc = xp.zeros(batch + (n_q, v.shape[-1] + 1), dtype=q.dtype)  # [a | l]
-        row_max = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)     # m
+        acc = xp.zeros(batch + (n_q, v.shape[-1] + 1), dtype=q.dtype)
+        a, l = acc[..., :-1], acc[..., -1:]                             # views: (..., Tq, Dv), (..., Tq, 1)
+        m = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)
         zero = xp.asarray(0, dtype=q.dtype)
         for rows, cols in _tiles(ctx, n_q, n_k):
-            e = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # (..., R, B)
-            old_max = row_max[..., rows, :]
-            new_max = xp.maximum(old_max, e.max(axis=-1, keepdims=True))
-            shift = xp.where(new_max == -xp.inf, zero, new_max)         # nothing seen yet: 0
-            rescale = xp.exp(old_max - shift)                           # old terms to the new max
+            e = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # S_B: (..., R, B)
+            m_old = m[..., rows, :]
+            m_new = xp.maximum(m_old, e.max(axis=-1, keepdims=True))
+            shift = xp.where(m_new == -xp.inf, zero, m_new)             # nothing seen yet: 0
             e -= shift
             xp.exp(e, out=e)                                            # in place: no 2nd tile
-            acc[..., rows, :] *= rescale                                # a and l
-            acc[..., rows, :] += e @ v_one[..., cols, :]
-            row_max[..., rows, :] = new_max
+            acc[..., rows, :] *= xp.exp(m_old - shift)                  # a and l, to the new max
+            acc[..., rows, :] += e @ v_one[..., cols, :]                # + [e V_B | rowsum e]
+            m[..., rows, :] = m_new
             del e                             # freed before the next tile is made, not after
-        row_sum = acc[..., -1:]
-        alive = row_sum != 0                            # some key takes part (a NaN row stays NaN)
-        safe_sum = xp.where(alive, row_sum, 1)
-        out = acc[..., :-1] / safe_sum
-        lse = xp.where(alive, row_max + xp.log(safe_sum), xp.inf)       # +inf: exp(S − L) = 0
+        alive = l != 0                                  # some key takes part (a NaN row stays NaN)
+        safe_l = xp.where(alive, l, 1)
+        out = a / safe_l
+        lse = xp.where(alive, m + xp.log(safe_l), xp.inf)               # +inf: exp(S − L) = 0
         ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=out, lse=lse)
         return out
 
@@ -173,8 +174,8 @@ class FlashAttention(Op):
     def backward(ctx, grad):
         """Per tile (a key block B against a piece of its query rows): P = exp(S − L) (L = +inf on
         a fully masked row makes P = 0), then the plain kernel's formulas; dK_B and dV_B are sums
-        over the pieces, dQ over the key blocks. rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D is computed
-        once up front. dP, dS and D are only computed when dQ or dK is asked for.
+        over the pieces, dQ over the key blocks, and the scale multiplies dQ and dK once, after
+        their sums. D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O) is computed once up front.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
         xp = ctx.xp
@@ -182,41 +183,42 @@ class FlashAttention(Op):
         q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
-        delta = sum_keepdims(xp, grad * ctx.saved["out"]) if need_s else None  # D: (..., Tq, 1)
-        grad_q, grad_k, grad_v = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
-                                  for x, need in ((q, need_q), (k, need_k), (v, need_v)))
+        D = rowsum(xp, grad * ctx.saved["out"]) if need_s else None     # (..., Tq, 1)
+        dQ, dK, dV = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
+                      for x, need in ((q, need_q), (k, need_k), (v, need_v)))
         shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
         for rows, cols in _tiles(ctx, n_q, n_k):
-            p = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # (..., R, B)
+            P = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # S_B: (..., R, B)
             if shown is not None:
-                shown.put("S", rows, cols, p)
-            p -= lse[..., rows, :]
-            xp.exp(p, out=p)                                            # P, as in forward
-            d_out = grad[..., rows, :]
+                shown.put("S", rows, cols, P)
+            P -= lse[..., rows, :]
+            xp.exp(P, out=P)                                            # P_B, as in forward
+            dO = grad[..., rows, :]
             if need_v:
-                grad_v[..., cols, :] += xp.swapaxes(p, -1, -2) @ d_out
+                dV[..., cols, :] += xp.swapaxes(P, -1, -2) @ dO
             if shown is not None:
-                shown.put("P", rows, cols, p)
+                shown.put("P", rows, cols, P)
             if need_s:
-                grad_s = d_out @ xp.swapaxes(v[..., cols, :], -1, -2)   # dP
+                dS = dO @ xp.swapaxes(v[..., cols, :], -1, -2)          # dP_B, then in place:
                 if shown is not None:
-                    shown.put("dP", rows, cols, grad_s)
-                grad_s -= delta[..., rows, :]
-                grad_s *= p                                             # dS = P ⊙ (dP − D)
+                    shown.put("dP", rows, cols, dS)
+                dS -= D[..., rows, :]
+                dS *= P                                                 # dS_B = P_B ⊙ (dP_B − D)
                 if shown is not None:
-                    shown.put("dS", rows, cols, grad_s)
+                    shown.put("dS", rows, cols, dS)
                 if need_q:
-                    grad_q[..., rows, :] += grad_s @ k[..., cols, :]
+                    dQ[..., rows, :] += dS @ k[..., cols, :]
                 if need_k:
-                    grad_k[..., cols, :] += xp.swapaxes(grad_s, -1, -2) @ q_scaled[..., rows, :]  # has scale
-                del grad_s
-            del p                             # freed before the next tiles are made, not after
-        if need_q:
-            grad_q *= ctx.scale
+                    dK[..., cols, :] += xp.swapaxes(dS, -1, -2) @ q[..., rows, :]
+                del dS
+            del P                             # freed before the next tiles are made, not after
+        for d in (dQ, dK):                                             # S = scale · Q Kᵀ
+            if d is not None:
+                d *= ctx.scale
         if shown is not None:
-            computed = {"D": delta, "dQ": grad_q, "dK": grad_k, "dV": grad_v}
-            ctx.trace.update(L=lse, **shown.matrices, **{n: a for n, a in computed.items() if a is not None})
-        return grad_q, grad_k, grad_v, None, None
+            computed = {"D": D, "dQ": dQ, "dK": dK, "dV": dV}
+            ctx.trace.update(L=lse, **shown.matrices, **{n: x for n, x in computed.items() if x is not None})
+        return dQ, dK, dV, None, None
 
 
 class _Insides:

@@ -1,4 +1,4 @@
-"""The masking rule that softmax, log-softmax, cross-entropy, attention and flash attention share.
+"""The masking rule that softmax, log-softmax, attention and flash attention share.
 
 A boolean ``keep`` marks the positions that take part (True); a float ``bias`` is added to the
 logits. Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros,
@@ -10,50 +10,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from .reduce import sum_keepdims
+import numpy as np
 
 
-def masked_logits(xp: Any, x: Any, keep: Any, bias: Any, scratch: bool = False) -> Any:
-    """z = x + bias, with −inf where keep is False (either may be None).
-
-    With `scratch` the caller owns `x` and lets it be overwritten: attention's score matrix is
-    masked in place instead of copied, which saves one (…, Tq, Tk) array.
-    """
-    z = x + bias if bias is not None else x if scratch else None
+def masked_logits(xp: Any, x: Any, keep: Any, bias: Any) -> Any:
+    """z = x + bias, with −inf where keep is False (either may be None; `x` is never written)."""
+    z = x if bias is None else x + bias
     if keep is None:
-        return x if z is None else z
-    if z is None:
-        return xp.where(keep, x, xp.asarray(-xp.inf, dtype=x.dtype))
-    xp.copyto(z, xp.asarray(-xp.inf, dtype=z.dtype), where=~keep)
-    return z
+        return z
+    return xp.where(keep, z, xp.asarray(-xp.inf, dtype=z.dtype))
 
 
-def masked_softmax(xp: Any, x: Any, keep: Any, bias: Any, axis: int,
-                   scratch: bool = False) -> tuple[Any, Any, Any]:
-    """Softmax of the masked logits along `axis`: (probs, row max m, row sum s of exp(z − m)).
+def mask_scores_in_place(xp: Any, scores: Any, keep: Any, bias: Any) -> Any:
+    """The same rule written over `scores`, an array the attention kernel made and owns.
 
-    m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
-    and log-softmax is z − m − log s there.
-
-    The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
-    with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
-    part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
-    A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
-    gives an empty result (m = s = 0). With `scratch`, `x` may be overwritten (see masked_logits).
-    Apart from z, every (…, Tq, Tk) step runs in place on one fresh array.
+    Masking the score matrix where it lies saves a copy of a (…, Tq, Tk) array. Only when a mask
+    has batch axes the scores lack (Q Kᵀ does not carry V's batch axes) is a larger array made.
     """
-    z = masked_logits(xp, x, keep, bias, scratch)
-    if z.shape[axis] == 0:
-        # max() of nothing is undefined; the sum of nothing is 0, shaped as m and s must be.
-        stat = z.sum(axis=axis, keepdims=True)
-        return xp.exp(z), stat, stat
-    m = z.max(axis=axis, keepdims=True)
-    m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
-    e = xp.subtract(z, m, out=z if z is not x or scratch else None)
-    xp.exp(e, out=e)
-    s = sum_keepdims(xp, e, axis)
-    e /= xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s)
-    return e, m, s
+    shape = np.broadcast_shapes(scores.shape, *(m.shape for m in (keep, bias) if m is not None))
+    if shape != scores.shape:
+        scores = xp.broadcast_to(scores, shape).copy()
+    if bias is not None:
+        scores += bias
+    if keep is not None:
+        xp.copyto(scores, xp.asarray(-xp.inf, dtype=scores.dtype), where=~keep)
+    return scores
 
 
 def causal_keep(xp: Any, rows: slice, cols: slice) -> Any:

@@ -6,7 +6,7 @@ import math
 
 from . import register
 from .base import Case, Op
-from .reduce import sum_keepdims
+from .rowsum import rowsum
 
 
 @register
@@ -31,9 +31,9 @@ class LayerNorm(Op):
         # whose buffer then holds y), instead of one per arithmetic step.
         xp = ctx.xp
         ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
-        x_hat = x - sum_keepdims(xp, x) * ctx.inv_n
+        x_hat = x - rowsum(xp, x) * ctx.inv_n
         y = xp.multiply(x_hat, x_hat, out=xp.empty_like(x_hat))
-        variance = sum_keepdims(xp, y) * ctx.inv_n
+        variance = rowsum(xp, y) * ctx.inv_n
         rstd = 1 / xp.sqrt(variance + eps)
         x_hat *= rstd
         ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
@@ -59,10 +59,10 @@ class LayerNorm(Op):
         if ctx.needs_grad[0]:
             g_hat = grad if weight is None else grad * weight
             grad_x = xp.multiply(g_hat, x_hat, out=xp.empty_like(x_hat))   # in place from here
-            slope_mean = sum_keepdims(xp, grad_x) * ctx.inv_n              # mean(ĝ ⊙ x̂)
+            slope_mean = rowsum(xp, grad_x) * ctx.inv_n              # mean(ĝ ⊙ x̂)
             xp.multiply(x_hat, slope_mean, out=grad_x)
             xp.subtract(g_hat, grad_x, out=grad_x)
-            grad_x -= sum_keepdims(xp, g_hat) * ctx.inv_n
+            grad_x -= rowsum(xp, g_hat) * ctx.inv_n
             grad_x *= rstd
         return (grad_x,
                 grad * x_hat if ctx.needs_grad[1] else None,

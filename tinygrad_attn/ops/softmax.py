@@ -11,7 +11,8 @@ import numpy as np
 
 from . import register
 from .base import Case, Op
-from .masking import masked_logits, masked_softmax
+from .masking import masked_logits
+from .rowsum import rowsum
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
@@ -29,6 +30,32 @@ _MASK_CASES = (Case((3, 4), None, None, params={"axis": 1}),
                Case((4, 3, 2), _ROW_MASKED.T[:, :, None], None, params={"axis": 0}))
 
 
+def softmax_parts(xp, z, axis: int, *, overwrite: bool = False):
+    """Softmax of the masked logits z along `axis`: (probs, row max m, row sum s of exp(z − m)).
+
+    m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
+    and log-softmax is z − m − log s there. With `overwrite` the caller gives z up and the
+    probabilities are computed in its memory (no second array of z's size).
+
+    The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
+    with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
+    part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
+    A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
+    gives an empty result (m = s = 0).
+    """
+    if z.shape[axis] == 0:
+        # max() of nothing is undefined; the sum of nothing is 0, shaped as m and s must be.
+        stat = z.sum(axis=axis, keepdims=True)
+        return xp.exp(z), stat, stat
+    m = z.max(axis=axis, keepdims=True)
+    m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
+    e = xp.subtract(z, m, out=z if overwrite else None)
+    xp.exp(e, out=e)
+    s = rowsum(xp, e) if axis in (-1, e.ndim - 1) else e.sum(axis=axis, keepdims=True)
+    e /= xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s)
+    return e, m, s
+
+
 @register
 class Softmax(Op):
     """y = exp(z − max z) / Σ exp(z − max z) along `axis`, z the masked logits."""
@@ -40,7 +67,8 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
-        y, _, _ = masked_softmax(ctx.xp, x, keep, bias, axis)
+        z = masked_logits(ctx.xp, x, keep, bias)
+        y, _, _ = softmax_parts(ctx.xp, z, axis, overwrite=z is not x)
         ctx.save(y=y)
         return y
 
@@ -69,8 +97,8 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
         xp = ctx.xp
-        probs, m, s = masked_softmax(xp, x, keep, bias, axis)
         z = masked_logits(xp, x, keep, bias)
+        probs, m, s = softmax_parts(xp, z, axis)
         alive = z > -xp.inf                                     # positions taking part
         log_s = xp.log(xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
         y = xp.where(s == 0, xp.asarray(0, dtype=z.dtype), z - m - log_s)   # NaN rows stay NaN
