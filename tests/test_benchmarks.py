@@ -86,3 +86,25 @@ def test_blas_floor_has_three_products_per_linear_and_six_per_attention():
     assert len(products) == 3 * linears + 6 * 2
     assert products[0] == ((2048, 64), (64, 64))        # X W_Q: 64 · 32 rows
     assert products[-1] == ((256, 32, 32), (256, 32, 16))   # dK = dSᵀ Q over 64 · 4 heads
+
+
+def test_check_costs_prints_a_row_per_variant_and_puts_every_check_back(capsys):
+    from benchmarks import check_costs
+    from tinygrad_attn import engine
+    from tinygrad_attn.guards import inplace
+
+    assert check_costs.main(["chain", "--rounds", "1", "--calls", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in check_costs.VARIANTS:
+        assert re.search(rf"\| {re.escape(name)} \| [\d.]+ \| ", out), out
+    assert engine.inplace is inplace and engine.current_scope.__module__ == "tinygrad_attn.scopes"
+
+
+def test_profile_prints_the_steps_top_functions(capsys):
+    from benchmarks import profile
+
+    assert profile.main(["mlp16", "--calls", "3", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "MLP 16→16→4, batch 8, same step, ours: 3 steps under cProfile; top 5 by own time" in out
+    assert re.search(r"List reduced from \d+ to 5 due to restriction <5>", out)
+    assert "ncalls  tottime  percall  cumtime  percall filename:lineno(function)" in out
