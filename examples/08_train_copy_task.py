@@ -13,7 +13,7 @@ import numpy as np
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn, optim
-from tinygrad_attn.training.loop import TrainConfig, accuracy, make_model, train
+from tinygrad_attn.training import TrainConfig, accuracy, make_model, train
 from tinygrad_attn.training.tasks import END, IGNORE, VOCAB, decode, get_task
 
 STEPS = 300

@@ -1,8 +1,11 @@
-"""Shared fixtures: a seeded generator and the device parameter.
+"""Shared fixtures: a seeded generator, the device parameter, one BLAS thread for the session.
 
 "cuda" runs on CuPy and a GPU where they are present; elsewhere (CI) it runs on the strict
 CuPy stand-in of ``tests/strict_backend.py``, whose arrays refuse implicit host conversion.
 """
+
+import ctypes
+import os
 
 import numpy as np
 import pytest
@@ -12,6 +15,45 @@ import tinygrad_attn as ta
 
 REAL_CUDA = ta.cuda_available()
 DEVICES = ["cpu", "cuda"]
+
+
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def openblas_thread_functions():
+    """OpenBLAS's (get, set) thread-count functions in this process, or None (another BLAS)."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "64_"), ("openblas", "")):
+            get, put = (getattr(lib, f"{prefix}_{verb}_num_threads{suffix}", None) for verb in ("get", "set"))
+            if get is not None and put is not None:
+                return get, put
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_blas_thread():
+    """One BLAS/OpenMP thread for the session, in this process and in those the tests start.
+
+    The tests' arrays are small: a second thread gains nothing, and on a loaded machine threads
+    that spin waiting for a busy core made a training step 10 times slower. Restored afterwards.
+    """
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
+    functions = openblas_thread_functions() if os.path.exists("/proc/self/maps") else None
+    before = functions[0]() if functions else None
+    if functions:
+        functions[1](1)
+    yield
+    if functions:
+        functions[1](before)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture

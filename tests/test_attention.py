@@ -154,3 +154,33 @@ def test_bad_shapes_raise(fn):
     with pytest.raises(ta.ShapeError, match=fn.__name__ + r": batch dims of q \(2,\), k \(3,\) and v \(3,\) "
                                             "do not broadcast$"):
         fn(q, ta.Tensor(np.zeros((3, 5, 8))), ta.Tensor(np.zeros((3, 5, 3))))
+
+
+def test_dropout_p_drops_the_weights_before_v(rng):
+    q, k, v = _inputs(((2, 4, 3), (2, 5, 3), (2, 5, 2)), rng)
+    ta.manual_seed(3)
+    out, weights = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5, return_weights=True)
+    ta.manual_seed(3)
+    keep = ta.creation.generator_for("cpu").random(weights.shape) >= 0.5
+    np.testing.assert_allclose(out.data, (weights.data * keep / 0.5) @ v.data, atol=1e-12)
+    p = np_attention(q.data, k.data, v.data)[1]
+    np.testing.assert_allclose(weights.data, p, atol=1e-12)                   # returned before dropout
+    with pytest.raises(ValueError, match=r"attention: dropout_p must be in \[0, 1\), got 1"):
+        F.scaled_dot_product_attention(q, k, v, dropout_p=1)
+
+
+def test_attention_dropout_in_a_module_multiplies_v_once(monkeypatch):
+    """With dropout the weights are dropped, then multiplied with V: Q Kᵀ and dropout(P) V are the
+    only matrix products, no P V computed and discarded."""
+    from tinygrad_attn.ops.matmul import MatMul
+
+    calls = []
+    forward = MatMul.forward
+    counted = staticmethod(lambda ctx, a, b: calls.append(a.shape) or forward(ctx, a, b))
+    monkeypatch.setattr(MatMul, "forward", counted)
+    attention = ta.nn.MultiHeadAttention(8, 2, dropout=0.5)
+    attention(ta.randn(1, 3, 8))
+    assert len(calls) == 2
+    calls.clear()
+    attention.eval()(ta.randn(1, 3, 8))
+    assert calls == []                                  # evaluation: one fused op

@@ -15,8 +15,7 @@ import tinygrad_attn as ta
 from tinygrad_attn import nn, optim
 from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
-from tinygrad_attn.training import checkpoint
-from tinygrad_attn.training.loop import DivergedError, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
 from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
@@ -155,7 +154,7 @@ def test_a_non_finite_gradient_norm_stops_training_before_the_update(monkeypatch
 
 
 def checkpoint_rngs(state):
-    from tinygrad_attn.training.loop import rng_states
+    from tinygrad_attn.training.random_state import rng_states
 
     return json.dumps(rng_states(state), sort_keys=True)
 

@@ -1,4 +1,5 @@
-"""Every ```python block in docs/*.md runs: each page's blocks in order, in a fresh namespace."""
+"""Every ```python block in docs/*.md and CONTRIBUTING.md runs: each page's blocks in order, in a
+fresh namespace."""
 
 import re
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 matplotlib.use("Agg")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+CONTRIBUTING = DOCS.parent / "CONTRIBUTING.md"
 
 
 def test_pages_with_code_exist():
@@ -32,14 +34,14 @@ def python_blocks(page: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*PAGES, CONTRIBUTING], ids=lambda p: p.name)
 def test_every_block_checks_something(page):
     """A block that only runs proves little: each must assert a value."""
     for i, block in enumerate(python_blocks(page)):
         assert "assert " in block, f"{page.name} block {i} has no assert"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*PAGES, CONTRIBUTING], ids=lambda p: p.name)
 def test_code_blocks_run(page, capsys):
     blocks = python_blocks(page)
     namespace: dict = {}
@@ -57,7 +59,8 @@ def test_architecture_lists_every_op_file():
 def test_architecture_names_every_module_of_the_package():
     """Each module at the package's root and in its wings (guards/, viz/, training/), but __init__ and
     __main__, is named by its path in the layout table."""
-    table = (DOCS / "architecture.md").read_text().split("## Layout", 1)[1].split("\n\n", 2)[1]
+    section = (DOCS / "architecture.md").read_text().split("## Layout", 1)[1]
+    table = next(block for block in section.split("\n\n") if block.startswith("| file |"))
     listed = set(re.findall(r"`([\w/]+\.py)`", table))
     package = DOCS.parent / "tinygrad_attn"
     present = {str(p.relative_to(package)) for pattern in ("*.py", "guards/*.py", "viz/*.py", "training/*.py")

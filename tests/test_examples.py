@@ -76,7 +76,9 @@ def test_sqrt_dk_experiment_table_and_plot(tmp_path):
 
 
 def test_training_comparison_runs_on_a_small_budget():
-    out = run_example("05_train_without_scaling.py", "--steps", "50")
+    """The table's format only: 2 × 12 steps (the comparison itself needs the default 300)."""
+    out = run_example("05_train_without_scaling.py", "--steps", "12", "--eval-size", "10")
+    assert "loss@12" in out
     assert re.search(r"1/√d_k = 0.125 \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
     assert re.search(r"1 \(none\) \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
 

@@ -1,6 +1,18 @@
-"""Dependencies run one way: tensor -> engine -> ops.base; argument parsing lives in the commands;
-the stepper needs no nn; the modules that show or check a graph (viz, the stepper, anomaly mode,
-labels) read only public attributes of tensors and nodes."""
+"""The package's layers, lowest first, and the rules its imports keep.
+
+Rules, checked over every module of the package (imports under ``if TYPE_CHECKING:`` are type
+hints only and are left out; an import inside a function counts):
+
+1. every module belongs to exactly one layer of ``LAYERS`` (a new top-level module or folder must
+   be placed);
+2. a module imports only from its own layer or the layers below it;
+3. no runtime import cycle, between layers or inside one (a module that reads a name from its own
+   package, ``from . import x``, depends on that package's ``__init__``; an ``__init__`` that
+   calls ``pkgutil.iter_modules(__path__)`` imports every module beside it: so an op module takes
+   ``register`` from ``ops.registry``, not from ``ops``);
+4. argument parsing lives in the commands, the stepper needs no nn, and the modules that show or
+   check a graph read only public attributes of tensors and nodes.
+"""
 
 import ast
 from pathlib import Path
@@ -8,58 +20,194 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tinygrad_attn"
+ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
+
+# Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
+LAYERS = (
+    ("errors",),
+    ("backend",),
+    ("guards",),                # in-place detection, anomaly mode, axis/shape checks, labels
+    ("ops",),                   # the op contract and every op (raw arrays only)
+    ("scopes", "engine"),       # nodes, toposort, the backward pass
+    ("tensor",),
+    ("creation", "functional"),
+    ("gradcheck", "nn", "optim"),
+    ("viz", "training"),        # seeing backprop; training on the toy tasks
+    ("commands",),
+    (ROOT, "__main__"),         # the front door: ``import tinygrad_attn``, ``python -m``
+)
+LAYER_OF = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 
 
-def runtime_imports(path: Path) -> set[str]:
-    """The modules that `path` imports when it runs: package modules dotted and relative to the
-    package, others by their own name (``argparse``);
-    imports under ``if TYPE_CHECKING:`` are for type hints only and are left out."""
+def module_names(package: Path) -> list[str]:
+    """Every module of `package`, dotted and relative to it; a folder is named by its __init__
+    (``ops``), the package itself by ROOT."""
+    names = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        names.append(".".join(parts) or ROOT)
+    return names
+
+
+def module_path(package: Path, name: str) -> Path:
+    parts = [] if name == ROOT else name.split(".")
+    path = package.joinpath(*parts)
+    return path / "__init__.py" if (path / "__init__.py").exists() else path.with_suffix(".py")
+
+
+def is_module(package: Path, parts: list[str]) -> bool:
+    path = package.joinpath(*parts)
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _type_hint_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    blocks = [b for b in ast.walk(tree) if isinstance(b, ast.If)
+              and (getattr(b.test, "id", None) == "TYPE_CHECKING"
+                   or getattr(b.test, "attr", None) == "TYPE_CHECKING")]
+    return {id(node) for block in blocks for stmt in block.body for node in ast.walk(stmt)}
+
+
+def runtime_imports(package: Path, name: str) -> set[str]:
+    """What module `name` of `package` imports when it runs: package modules by their module name
+    (see module_names), others by their own (``argparse``)."""
+    path = module_path(package, name)
     tree = ast.parse(path.read_text())
-    hints = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
-             and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
-    here = path.relative_to(PACKAGE).with_suffix("").parts[:-1]
+    hints = _type_hint_only(tree)
+    here = list(path.relative_to(package).parts[:-1])          # the package `name` lives in
     found = set()
     for node in ast.walk(tree):
         if id(node) in hints:
             continue
-        if isinstance(node, ast.ImportFrom) and node.level:
-            stem = list(here[:len(here) - node.level + 1]) + (node.module.split(".") if node.module else [])
-            # `from .ops import shape` imports the module ops.shape; `from .tensor import Tensor`, tensor
-            found |= {".".join(stem + [a.name]) for a in node.names if is_module(stem + [a.name])}
-            found |= {".".join(stem)} if node.module else set()
-        elif isinstance(node, ast.Import):
-            found |= {a.name.removeprefix("tinygrad_attn.") for a in node.names}
+        if isinstance(node, ast.Import):
+            found |= {_ours(a.name) for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            found.add(node.module.removeprefix("tinygrad_attn."))
+            if node.level:
+                base = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+            elif node.module == ROOT or node.module.startswith(ROOT + "."):
+                base = node.module.split(".")[1:]
+            else:
+                found.add(node.module)
+                continue
+            # `from .ops import shape` imports ops and the module ops.shape; `from . import register`
+            # reads a name from this package's __init__; `from .tensor import Tensor` imports tensor.
+            modules = {a.name for a in node.names if is_module(package, base + [a.name])}
+            found |= {".".join(base + [m]) for m in modules}
+            if node.module or len(modules) < len(node.names):
+                found.add(".".join(base) or ROOT)
+        elif _imports_its_whole_package(node):
+            found |= {m for m in module_names(package) if m.rsplit(".", 1)[0] == ".".join(here) and m != name}
     return found
 
 
-def is_module(parts: list[str]) -> bool:
-    path = PACKAGE.joinpath(*parts)
-    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+def _imports_its_whole_package(node: ast.AST) -> bool:
+    """``pkgutil.iter_modules(__path__)``: a package __init__ that imports every module beside it
+    (ops/__init__.py), an import of each of them that no import statement shows."""
+    return isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "iter_modules" \
+        and any(getattr(a, "id", None) == "__path__" for a in node.args)
+
+
+def _ours(dotted: str) -> str:
+    return dotted.removeprefix(ROOT + ".") if dotted.startswith(ROOT + ".") else dotted
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """module -> the package modules it imports at run time."""
+    names = module_names(package)
+    return {n: {m for m in runtime_imports(package, n) if m in names and m != n} for n in names}
+
+
+def layer(name: str) -> int | None:
+    return LAYER_OF.get(name.split(".")[0])
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} ({LAYERS[layer(a)][0]} layer) imports {b} ({LAYERS[layer(b)][0]} layer)"
+                  for a, targets in graph.items() for b in targets
+                  if None not in (layer(a), layer(b)) and layer(b) > layer(a))
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's, iterative)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.append(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter[0]
+                counter[0] += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+GRAPH = import_graph(PACKAGE)
+
+
+def test_every_module_belongs_to_a_layer():
+    unplaced = [n for n in GRAPH if layer(n) is None]
+    assert unplaced == [], f"place these in LAYERS (tests/test_layering.py): {unplaced}"
+
+
+def test_no_module_imports_from_a_higher_layer():
+    assert upward_imports(GRAPH) == []
+
+
+def test_no_runtime_import_cycle():
+    assert cycles(GRAPH) == []
+
+
+def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
+    """A package in which ops imports tensor (upward) and a module reads a name from its own
+    package, whose __init__ imports it back (the cycle the op registry once had)."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "__init__.py").write_text("from . import tensor\n")
+    (tmp_path / "tensor.py").write_text("from .ops import base\n")
+    (tmp_path / "ops" / "__init__.py").write_text(
+        "import pkgutil\nREGISTRY = {}\nfor m in pkgutil.iter_modules(__path__):\n    __import__(m.name)\n")
+    (tmp_path / "ops" / "base.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom . import REGISTRY\n"
+        "if TYPE_CHECKING:\n    from ..nn import x\n"
+        "def lazy():\n    from ..tensor import Tensor\n")
+    graph = import_graph(tmp_path)
+    assert graph == {ROOT: {"tensor"}, "ops": {"ops.base"}, "ops.base": {"ops", "tensor"},
+                     "tensor": {"ops", "ops.base"}}
+    assert upward_imports(graph) == ["ops.base (ops layer) imports tensor (tensor layer)"]
+    assert cycles(graph) == [["ops", "ops.base", "tensor"]]
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():
-    assert runtime_imports(PACKAGE / "tensor.py") >= {"guards.anomaly", "engine", "ops.base", "ops.shape"}
-    assert runtime_imports(PACKAGE / "viz/stepper.py") >= {"engine", "guards.labels", "tensor"}
-    assert "tensor" not in runtime_imports(PACKAGE / "guards/labels.py")   # only under TYPE_CHECKING there
-
-
-def test_engine_imports_only_the_layers_below_it():
-    package_imports = {n for n in runtime_imports(PACKAGE / "engine.py") if is_module(n.split("."))}
-    assert package_imports == {"guards", "guards.anomaly", "guards.inplace", "errors", "ops.base", "scopes"}
-
-
-@pytest.mark.parametrize("module", ["engine", "guards/anomaly", "guards/labels", "guards/inplace", "backend",
-                                    "ops/base"])
-def test_modules_below_tensor_never_import_it(module):
-    assert "tensor" not in runtime_imports(PACKAGE / f"{module}.py")
-
-
-@pytest.mark.parametrize("module", ["guards/anomaly", "guards/labels", "guards/inplace", "backend",
-                                    "ops/base", "scopes"])
-def test_modules_below_engine_never_import_it(module):
-    assert "engine" not in runtime_imports(PACKAGE / f"{module}.py")
+    assert runtime_imports(PACKAGE, "tensor") >= {"guards.anomaly", "engine", "ops.base", "ops.shape"}
+    assert runtime_imports(PACKAGE, "viz.stepper") >= {"engine", "guards.labels", "tensor"}
+    assert "tensor" not in runtime_imports(PACKAGE, "guards.labels")   # only under TYPE_CHECKING there
+    assert GRAPH[ROOT] >= {"functional", "nn", "viz", "tensor"}
+    assert GRAPH["ops"] >= {"ops.softmax", "ops.flash", "ops.registry"}      # pkgutil.iter_modules
 
 
 def private_reads(path: Path) -> list[str]:
@@ -74,7 +222,7 @@ def private_reads(path: Path) -> list[str]:
     return found
 
 
-GRAPH_READERS = ["viz/graph", "viz/stepper", "viz/notes", "guards/anomaly", "guards/labels", "engine",
+GRAPH_READERS = ["viz/collected", "viz/stepper", "viz/notes", "guards/anomaly", "guards/labels", "engine",
                  "guards/inplace"]
 
 
@@ -89,13 +237,11 @@ def test_the_private_read_finder_finds_one(tmp_path):
     assert private_reads(sample) == ["sample.py:2 ._node", "sample.py:2 ._x"]
 
 
-def test_only_the_commands_and_the_entry_point_parse_arguments():
-    parsing = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                     if "argparse" in runtime_imports(p))
-    assert parsing and all(p.startswith("commands/") for p in parsing), parsing
+def test_only_the_commands_parse_arguments():
+    parsing = sorted(n for n in GRAPH if "argparse" in runtime_imports(PACKAGE, n))
+    assert parsing and all(n.startswith("commands.") for n in parsing), parsing
 
 
 def test_the_stepper_imports_nothing_from_nn():
-    for name in ("viz/stepper.py", "viz/notes.py"):
-        imports = runtime_imports(PACKAGE / name)
-        assert not any(n == "nn" or n.startswith("nn.") for n in imports), (name, imports)
+    for name in ("viz.stepper", "viz.notes"):
+        assert not any(n == "nn" or n.startswith("nn.") for n in GRAPH[name]), (name, GRAPH[name])

@@ -25,7 +25,8 @@ def test_registry_is_complete():
         assert op.cases, f"{name} has no gradcheck case"
         assert tuple(op.formula) == op.input_names(), name
         assert all(f is None or (isinstance(f, str) and f) for f in op.formula.values()), name
-        assert op.backward.__doc__ and op.backward.__doc__.strip(), f"{name}.backward has no docstring"
+        # `formula` is what a learner reads for each input; a backward docstring is optional, for
+        # the derivation and the edge cases where the formula alone does not say them.
 
 
 @pytest.mark.parametrize("name,index", ALL_CASES)

@@ -15,8 +15,7 @@ import pytest
 
 import tinygrad_attn.commands.train as train_command
 from tinygrad_attn.commands import cli
-from tinygrad_attn.training import checkpoint
-from tinygrad_attn.training.loop import InterruptedMidStep, TrainConfig, TrainState, make_model, train
+from tinygrad_attn.training import InterruptedMidStep, TrainConfig, TrainState, checkpoint, make_model, train
 from tinygrad_attn.training.tasks import get_task
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]

@@ -11,7 +11,7 @@ from strict_backend import TRANSFERS, StrictArray
 
 import tinygrad_attn as ta
 from tinygrad_attn import nn, optim
-from tinygrad_attn.training.loop import TrainConfig, make_model, train
+from tinygrad_attn.training import TrainConfig, make_model, train
 
 
 def test_the_stand_in_refuses_host_conversion_and_numpy_calls(strict_cuda):

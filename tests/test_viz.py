@@ -10,9 +10,10 @@ import pytest
 from matplotlib.image import imread
 
 import tinygrad_attn as ta
-from tinygrad_attn import nn
+from tinygrad_attn import nn, viz
 from tinygrad_attn.guards.labels import tensor_label
-from tinygrad_attn.viz import graph as viz
+from tinygrad_attn.viz import image
+from tinygrad_attn.viz.collected import ancestors
 from tinygrad_attn.viz.examples import DEMOS
 
 
@@ -39,8 +40,8 @@ def test_dot_source_is_stable_and_has_the_expected_nodes_and_edges():
 
 
 def test_ancestors_are_every_enclosing_path_down_to_the_root():
-    assert viz.ancestors("blocks.0.attn") == ["blocks.0.attn", "blocks.0", "blocks", ""]
-    assert viz.ancestors("head") == ["head", ""] and viz.ancestors("") == [""]
+    assert ancestors("blocks.0.attn") == ["blocks.0.attn", "blocks.0", "blocks", ""]
+    assert ancestors("head") == ["head", ""] and ancestors("") == [""]
 
 
 def test_the_collected_graph_is_what_the_dot_source_draws():
@@ -195,7 +196,7 @@ def render_label(tmp_path, label: str) -> np.ndarray:
     """The pixels of a PNG of one node with `label` (the same box for every label)."""
     source = f'digraph {{ a [label="{label}" shape=box width=1 height=0.5 fixedsize=true fontsize=20] }}'
     path = tmp_path / f"{ord(label[1])}.png"
-    path.write_bytes(viz.source_to_image(source, "png"))
+    path.write_bytes(image.source_to_image(source, "png"))
     return imread(path)[..., :3]
 
 
@@ -233,11 +234,11 @@ def test_render_says_why_it_cannot_write(tmp_path):
 def test_without_system_dot_graphviz_pure_is_used(monkeypatch):
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda name: None if name == "dot" else real_which(name))
-    assert "graphviz-pure" in viz.dot_program()
+    assert "graphviz-pure" in image.dot_program()
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    monkeypatch.setattr(viz.sys, "executable", "/nonexistent/bin/python")
+    monkeypatch.setattr(image.sys, "executable", "/nonexistent/bin/python")
     with pytest.raises(FileNotFoundError, match="pip install graphviz-pure"):
-        viz.dot_program()
+        image.dot_program()
 
 
 def test_collapse_rejects_what_is_not_a_module_of_the_graph():

@@ -2,7 +2,22 @@
 
 from . import functional, nn, optim, viz
 from .backend import cuda_available
-from .creation import arange, manual_seed, ones, randn, tensor, zeros
+from .creation import (
+    arange,
+    eye,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .engine import no_grad
 from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
@@ -12,7 +27,8 @@ from .viz.stepper import backprop_steps
 
 __all__ = [
     "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange",
-    "backprop_steps", "concat", "cuda_available", "detect_anomaly", "functional",
-    "get_default_dtype", "gradcheck", "manual_seed", "nn", "no_grad", "ones", "optim", "randn",
-    "set_default_dtype", "stack", "tensor", "viz", "where", "zeros",
+    "backprop_steps", "concat", "cuda_available", "detect_anomaly", "eye", "full", "full_like",
+    "functional", "get_default_dtype", "gradcheck", "linspace", "manual_seed", "nn", "no_grad", "ones",
+    "ones_like", "optim", "rand", "randint", "randn", "set_default_dtype", "stack", "tensor", "viz",
+    "where", "zeros", "zeros_like",
 ]

@@ -14,6 +14,9 @@ import numpy as np
 
 from .errors import DeviceError
 
+__all__ = ["DEVICES", "array_module", "cuda_available", "device_of", "to_device", "to_numpy", "xp_for"]
+
+
 DEVICES = ("cpu", "cuda")
 
 

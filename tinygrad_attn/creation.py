@@ -1,4 +1,5 @@
-"""Constructors (tensor, zeros, ones, randn, arange) and the seeded random generator.
+"""Constructors (tensor, zeros, ones, full, the *_like ones, eye, arange, linspace, randn, rand,
+randint) and the seeded random generator.
 
 All randomness in the library (``randn``, parameter init, dropout masks) draws from one NumPy
 generator, or on the GPU from a CuPy generator seeded from it (``generator_for``), so
@@ -14,6 +15,10 @@ import numpy as np
 
 from .backend import xp_for
 from .tensor import Tensor, get_default_dtype
+
+__all__ = ["arange", "eye", "full", "full_like", "generator", "generator_for", "linspace", "manual_seed",
+           "ones", "ones_like", "rand", "randint", "randn", "tensor", "zeros", "zeros_like"]
+
 
 _generator = np.random.default_rng()
 
@@ -79,3 +84,66 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     elif data.dtype.kind == "f":
         data = data.astype(get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
+
+
+def full(shape: int | Sequence[int], fill_value: float, dtype: Any = None, device: str = "cpu",
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of `fill_value`; its dtype by default is the default float for a float value, int64
+    for an int and bool for a bool (as PyTorch)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if dtype is None:
+        dtype = np.asarray(fill_value).dtype
+        dtype = get_default_dtype() if dtype.kind == "f" else dtype
+    return Tensor(np.full(shape, fill_value, dtype=dtype), requires_grad=requires_grad, device=device)
+
+
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros of `t`'s shape, dtype (unless given) and device."""
+    return full(t.shape, 0, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones of `t`'s shape, dtype (unless given) and device."""
+    return full(t.shape, 1, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """`fill_value` in `t`'s shape, dtype (unless given) and device."""
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: str = "cpu",
+        requires_grad: bool = False) -> Tensor:
+    """The n × m identity matrix (m = n by default), in the default float dtype unless given."""
+    data = np.eye(n, m, dtype=dtype or get_default_dtype())
+    return Tensor(data, requires_grad=requires_grad, device=device)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: str = "cpu",
+             requires_grad: bool = False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included (default float dtype)."""
+    if steps < 0:
+        raise ValueError(f"linspace: steps must be ≥ 0, got {steps}")
+    data = np.linspace(start, end, steps).astype(dtype or get_default_dtype())
+    return Tensor(data, requires_grad=requires_grad, device=device)
+
+
+def rand(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from the library's generator (seeded by ``manual_seed``)."""
+    data = _generator.random(_shape(shape)).astype(dtype or get_default_dtype())
+    return Tensor(data, requires_grad=requires_grad, device=device)
+
+
+def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
+            dtype: Any = np.int64, device: str = "cpu") -> Tensor:
+    """Integers drawn uniformly from [low, high) with the library's generator, shaped `size`.
+
+    As PyTorch, ``randint(high, size)`` draws from [0, high): randint(10, (3,)).
+    """
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None or high is None or high <= low:
+        raise ValueError(f"randint: needs low < high and a size, got low={low}, high={high}, size={size}")
+    size = (size,) if isinstance(size, int) else tuple(size)
+    return Tensor(_generator.integers(low, high, size).astype(dtype), device=device)

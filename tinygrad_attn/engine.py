@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+__all__ = ["BackwardEvent", "Node", "backward_order", "backward_steps", "is_grad_enabled", "no_grad",
+           "record", "run_backward", "toposort", "unbroadcast"]
+
+
 class _State:
     grad_enabled = True
 

@@ -1,6 +1,10 @@
 """The exceptions tinygrad_attn raises, so users can catch them by kind."""
 
 
+__all__ = ["AnomalyError", "CheckpointError", "DeviceError", "GradcheckError", "IndexOutOfRange",
+           "ShapeError"]
+
+
 class ShapeError(ValueError):
     """An op got operands whose shapes do not fit; the message names the op and the shapes."""
 

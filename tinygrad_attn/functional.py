@@ -13,7 +13,9 @@ from .backend import xp_for
 from .creation import generator_for
 from .errors import ShapeError
 from .guards.axes import normalize_axis
+from .guards.labels import named
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
+from .ops import activations as act_ops
 from .ops import attention as attention_ops
 from .ops import dropout as dropout_ops
 from .ops import flash as flash_ops
@@ -22,7 +24,18 @@ from .ops import matmul as matmul_ops
 from .ops import norm as norm_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
-from .tensor import Tensor, apply
+from .tensor import Tensor, apply, as_float
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
+           "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
+           "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
+           "pad", "relu", "relu6", "scaled_dot_product_attention", "selu", "softmax", "softplus",
+           "softsign"]
+
+
+def __dir__() -> list[str]:
+    """``dir(F)`` lists the functional API alone, as ``help(F)`` does (PEP 562)."""
+    return sorted(__all__)
 
 
 def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
@@ -107,15 +120,18 @@ def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
 
 
 def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
-                  reduction: str = "mean") -> Tensor:
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """−log softmax(logits)[target], reduced.
 
     Args:
         logits: unnormalised scores, classes on the last axis.
-        targets: integer class ids in [0, C), or `ignore_index`; an array, list or Tensor.
+        targets: integer class ids in [0, C), or `ignore_index`; an array, list or Tensor. Or
+            class probabilities: floats shaped like `logits` (the loss is then −Σ_c q_c log p_c,
+            differentiable in the targets too, and `ignore_index` does not apply).
         ignore_index: a target value whose positions count for nothing (loss and gradient 0).
         reduction: "mean" (over the targets not ignored; if every target is ignored the mean is
             defined as 0, with a zero gradient), "sum" or "none".
+        label_smoothing: ε in [0, 1]: the target becomes (1 − ε)·one_hot + ε/C.
 
     Returns:
         A scalar, or the per-position losses for "none" (0 where ignored).
@@ -135,12 +151,18 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         >>> round(loss.item(), 4)
         0.6931
     """
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _check_reduction("cross_entropy", reduction)
     _check_float("cross_entropy", "logits", logits)
+    if not 0 <= label_smoothing <= 1:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=logits.device)
+    if targets.dtype.kind == "f" and targets.shape == logits.shape:
+        return apply(loss_ops.CrossEntropyProbs, logits, targets, label_smoothing=label_smoothing,
+                     reduction=reduction)
     if targets.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be integers, got dtype {targets.dtype}")
+        raise TypeError(f"cross_entropy: targets must be integers, got dtype {targets.dtype} of shape "
+                        f"{targets.shape} (float targets are class probabilities of the logits' shape "
+                        f"{logits.shape})")
     if logits.ndim < 1 or targets.shape != logits.shape[:-1]:
         raise ShapeError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{logits.shape[:-1]}, got {targets.shape}")
@@ -151,7 +173,7 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
     return apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
-                        reduction=reduction)
+                        reduction=reduction, label_smoothing=label_smoothing)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -215,41 +237,21 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise (``Tensor.relu``; its gradient at 0 is taken as 0).
+    """max(x, 0) elementwise, shaped like `x` (``Tensor.relu``; its gradient at 0 is taken as 0).
 
-    Args:
-        x: any tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
-        array([0., 0., 2.], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> relu(ta.Tensor([-1.0, 0.0, 2.0])).numpy()
+    array([0., 0., 2.], dtype=float32)
     """
     return x.relu()
 
 
 def gelu(x: Tensor) -> Tensor:
-    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (``Tensor.gelu``).
+    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))), shaped like `x` (``Tensor.gelu``).
 
-    Args:
-        x: any float tensor.
-
-    Returns:
-        A tensor shaped like `x`.
-
-    Shapes:
-        x `(...)`, result `x.shape`.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
-        array([-0.1588,  0.    ,  0.8412], dtype=float32)
+    >>> import tinygrad_attn as ta
+    >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+    array([-0.1588,  0.    ,  0.8412], dtype=float32)
     """
     return x.gelu()
 
@@ -291,37 +293,35 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
-               scale: float | None, return_weights: bool, fused: bool = True, **params: Any) -> Any:
+               scale: float | None, return_weights: bool, dropout_p: float, fused: bool = True,
+               **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
     batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if not 0 <= dropout_p < 1:
+        raise ValueError(f"{name}: dropout_p must be in [0, 1), got {dropout_p}")
     keep, bias = _mask_inputs(mask, q, batch + (n_q, n_k), name)
-    if fused and not return_weights:
+    if fused and not return_weights and not dropout_p:
         return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
-    # Unfused, or the weights are asked for (so the (n_q, n_k) matrix is held whatever the
-    # kernel): build attention from registered ops, each its own backward step.
+    # Unfused, or the weights are asked for or dropped out (so the (n_q, n_k) matrix is held
+    # whatever the kernel): build attention from registered ops, each its own backward step.
     if is_causal:
         causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
-        keep = _named(Tensor(combine_keep(None if keep is None else keep.data, causal),
+        keep = named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
-    k_t = _named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
-    scores = _named(_named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
-    weights = _named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
-    out = weights @ v                                                   # (..., Tq, Dv)
+    k_t = named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
+    scores = named(named(q @ k_t, "Q Kᵀ") * scale, "S")               # (..., Tq, Tk)
+    weights = named(apply(softmax_ops.Softmax, scores, keep, bias, axis=scores.ndim - 1), "P")
+    out = dropout(weights, dropout_p) @ v                               # (..., Tq, Dv)
     return (out, weights) if return_weights else out
-
-
-def _named(t: Tensor, name: str) -> Tensor:
-    """`t`, named for steps and drawings (S, P, …)."""
-    t.name = name
-    return t
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None,
-                                 return_weights: bool = False, fused: bool = True) -> Any:
+                                 return_weights: bool = False, fused: bool = True,
+                                 dropout_p: float = 0.0) -> Any:
     """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
 
     Args:
@@ -337,10 +337,13 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
             builds it from registered primitives, Kᵀ (swapaxes), Q Kᵀ (matmul), S (scale), P (the
             masked softmax op) and P V (matmul), so each is its own backward step. Both give the
             same outputs and gradients (up to rounding).
+        dropout_p: drop each weight with this probability (``dropout``) before multiplying V,
+            as PyTorch's argument of that name: pass it while training only. Above 0 the
+            weights are built from registered ops, as for `return_weights`.
 
     Returns:
-        The output `(..., n_q, d_v)`, or `(output, weights)`. Masked weights are exactly 0, and
-        a query whose every key is masked gets a zero output.
+        The output `(..., n_q, d_v)`, or `(output, weights)` (the weights before dropout).
+        Masked weights are exactly 0, and a query whose every key is masked gets a zero output.
 
     Raises:
         ShapeError: d_k of q and k differ, k and v have different n_k, batch axes or the mask
@@ -355,7 +358,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
                [1.6697615]], dtype=float32)
     """
     return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
-                      q, k, v, mask, is_causal, scale, return_weights, fused)
+                      q, k, v, mask, is_causal, scale, return_weights, dropout_p, fused)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
@@ -394,4 +397,168 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     if block_size < 1:
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
-                      return_weights, block_size=block_size)
+                      return_weights, 0.0, block_size=block_size)
+
+
+# ----- the losses and activations beyond the above, with PyTorch's names and defaults (issue 21) -----
+
+def _check_reduction(op: str, reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _pair(op: str, x: Tensor, target: Any, reduction: str) -> Tensor:
+    """`target` as a float tensor of x's shape and dtype, checked (the elementwise losses)."""
+    _check_reduction(op, reduction)
+    _check_float(op, "input", x)
+    if not isinstance(target, Tensor) or target.dtype != x.dtype:
+        target = Tensor(target, dtype=x.dtype, device=x.device)
+    if target.shape != x.shape:
+        raise ShapeError(f"{op}: target of shape {target.shape} does not match input of shape {x.shape}")
+    return target
+
+
+def nll_loss(log_probs: Tensor, targets: Any, ignore_index: int | None = None,
+             reduction: str = "mean") -> Tensor:
+    """−log_probs[target] per position, reduced: ``cross_entropy`` after a ``log_softmax``.
+
+    Args:
+        log_probs: log-probabilities, classes on the last axis (as ``cross_entropy`` here; for
+            2-D input `(N, C)` this is PyTorch's layout).
+        targets: integer class ids in [0, C), or `ignore_index`.
+        ignore_index: a target value whose positions count for nothing.
+        reduction: "mean" (over the targets not ignored), "sum" or "none".
+
+    Returns:
+        A scalar, or the per-position losses for "none".
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> nll_loss(ta.Tensor([[-0.5, -1.0]]), [1]).item()
+        1.0
+    """
+    _check_reduction("nll_loss", reduction)
+    _check_float("nll_loss", "log_probs", log_probs)
+    targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=log_probs.device)
+    if targets.dtype.kind not in "iu" or log_probs.ndim < 1 or targets.shape != log_probs.shape[:-1]:
+        raise ShapeError(f"nll_loss: log_probs {log_probs.shape} need integer targets of shape "
+                         f"{log_probs.shape[:-1]}, got {targets.dtype} {targets.shape}")
+    bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index)
+    if bad is not None:
+        raise ValueError(f"nll_loss: target {bad} is out of range for {log_probs.shape[-1]} classes")
+    return apply(loss_ops.NllLoss, log_probs, targets, ignore_index=ignore_index, reduction=reduction)
+
+
+def binary_cross_entropy(probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """−(y log p + (1 − y) log(1 − p)) elementwise, each log clamped at −100 (as PyTorch), reduced.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> round(binary_cross_entropy(ta.Tensor([0.5]), [1.0]).item(), 4)
+        0.6931
+    """
+    target = _pair("binary_cross_entropy", probs, target, reduction)
+    return apply(loss_ops.BinaryCrossEntropy, probs, target, reduction=reduction)
+
+
+def binary_cross_entropy_with_logits(logits: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """``binary_cross_entropy(sigmoid(logits), target)`` as one stable op: never log 0.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> round(binary_cross_entropy_with_logits(ta.Tensor([0.0]), [1.0]).item(), 4)
+        0.6931
+    """
+    target = _pair("binary_cross_entropy_with_logits", logits, target, reduction)
+    return apply(loss_ops.BinaryCrossEntropyWithLogits, logits, target, reduction=reduction)
+
+
+def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:     # noqa: A002
+    """(input − target)² elementwise, reduced (both inputs differentiable).
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> mse_loss(ta.Tensor([1.0, 3.0]), ta.Tensor([0.0, 1.0])).item()
+        2.5
+    """
+    target = _pair("mse_loss", input, target, reduction)
+    return apply(loss_ops.MseLoss, input, target, reduction=reduction)
+
+
+def pad(x: Tensor, pad: Any, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """``x.pad(pad, value)``: (before, after) pairs from the last axis backwards; constant mode only."""
+    if mode != "constant":
+        raise ValueError(f"pad: only mode 'constant' is supported, got {mode!r}")
+    return x.pad(pad, value)
+
+
+def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
+    """``x.one_hot(num_classes)``: int64 rows with a 1 at each class id (no gradient)."""
+    return x.one_hot(num_classes)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, negative_slope · x otherwise."""
+    return apply(act_ops.LeakyRelu, as_float(x), negative_slope=negative_slope)
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha · (eˣ − 1) otherwise."""
+    return apply(act_ops.Elu, as_float(x), alpha=alpha, scale=1.0, input_scale=1.0)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x: Tensor) -> Tensor:
+    """scale · elu(x, alpha) with PyTorch's constants (scale ≈ 1.0507, alpha ≈ 1.6733): the ``elu`` op."""
+    return apply(act_ops.Elu, as_float(x), alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+
+
+def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """max(0, x) + min(0, alpha · (e^(x/alpha) − 1)): the ``elu`` op with input scale 1/alpha."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0")
+    return apply(act_ops.Elu, as_float(x), alpha=alpha, scale=1.0, input_scale=1 / alpha)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^(beta·x)) / beta, and x itself where beta·x > threshold."""
+    return apply(act_ops.Softplus, as_float(x), beta=beta, threshold=threshold)
+
+
+def softsign(x: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return apply(act_ops.Softsign, as_float(x))
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """log σ(x), computed without overflow."""
+    return apply(act_ops.LogSigmoid, as_float(x))
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clipped to [min_val, max_val]; the gradient is 0 at and beyond the bounds."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} is above max_val {max_val}")
+    return apply(act_ops.Hardtanh, as_float(x), min_val=min_val, max_val=max_val)
+
+
+def relu6(x: Tensor) -> Tensor:
+    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``, as PyTorch defines it."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    """clip(x/6 + ½, 0, 1)."""
+    return apply(act_ops.Hardsigmoid, as_float(x))
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """x · hardsigmoid(x)."""
+    return apply(act_ops.Hardswish, as_float(x))
+
+
+def mish(x: Tensor) -> Tensor:
+    """x · tanh(softplus(x))."""
+    return apply(act_ops.Mish, as_float(x))

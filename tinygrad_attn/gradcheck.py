@@ -19,6 +19,8 @@ from .errors import GradcheckError
 from .ops.base import Case
 from .tensor import Tensor
 
+__all__ = ["case_inputs", "gradcheck", "gradient_pairs"]
+
 
 def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
               atol: float = 1e-5, rtol: float = 1e-3) -> bool:
@@ -115,6 +117,8 @@ def case_inputs(case: Case, rng: np.random.Generator, device: str = "cpu") -> li
                 x = np.abs(x) + 0.5
             elif case.domain == "nonzero":
                 x = np.sign(x) * (np.abs(x) + 0.5)
+            elif case.domain == "probability":
+                x = 0.1 + 0.8 / (1 + np.exp(-x))
             inputs.append(Tensor(x, requires_grad=True, device=device))
         else:
             inputs.append(Tensor(np.asarray(spec), device=device))

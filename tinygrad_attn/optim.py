@@ -16,6 +16,8 @@ import numpy as np
 from .backend import array_module, to_device, to_numpy
 from .tensor import Tensor
 
+__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "clip_grad_norm", "warmup_cosine"]
+
 
 class Optimizer:
     """Holds the parameters (each once), the learning rate, a step count and per-parameter buffers.

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["current_scope", "module_scope"]
+
+
 _running: list[Any] = []        # the modules running now, outermost first
 
 

@@ -21,13 +21,30 @@ from .backend import array_module, device_of, to_device, to_numpy, xp_for
 from .errors import DeviceError, IndexOutOfRange, ShapeError
 from .guards import anomaly
 from .guards.axes import normalize_axes, normalize_axis
-from .guards.shapes import broadcast_shape
+from .guards.indexing import check_index
+from .guards.shapes import (
+    broadcast_shape,
+    check_concat,
+    check_matmul,
+    check_reshape,
+    check_stack,
+    first_out_of_range,
+    split_sizes,
+)
+from .ops import binary as B
 from .ops import elementwise as E
+from .ops import gather as G
 from .ops import matmul as M
+from .ops import movement as V
 from .ops import reduce as R
 from .ops import shape as S
-from .ops.base import Context, Op, restore_float_errors, silence_float_errors
+from .ops import unary as U
+from .ops.base import Context, Op, quiet_float_errors, restore_float_errors, silence_float_errors
 from .scopes import current_scope
+
+__all__ = ["Tensor", "apply", "as_float", "concat", "get_default_dtype", "seed_gradient",
+           "set_default_dtype", "stack", "where"]
+
 
 _default_dtype = np.dtype(np.float32)
 
@@ -222,43 +239,46 @@ class Tensor:
     def __rmatmul__(self, other):
         return _matmul(self._lift(other), self)
 
-    def exp(self) -> Tensor: return apply(E.Exp, self)
-    def log(self) -> Tensor: return apply(E.Log, self)
-    def sqrt(self) -> Tensor: return apply(E.Sqrt, self)
-    def tanh(self) -> Tensor: return apply(E.Tanh, self)
-    def sigmoid(self) -> Tensor: return apply(E.Sigmoid, self)
+    def exp(self) -> Tensor: return apply(E.Exp, as_float(self))
+    def log(self) -> Tensor: return apply(E.Log, as_float(self))
+    def sqrt(self) -> Tensor: return apply(E.Sqrt, as_float(self))
+    def tanh(self) -> Tensor: return apply(E.Tanh, as_float(self))
+    def sigmoid(self) -> Tensor: return apply(E.Sigmoid, as_float(self))
     def relu(self) -> Tensor: return apply(E.Relu, self)
-    def gelu(self) -> Tensor: return apply(E.Gelu, self)
+    def gelu(self) -> Tensor: return apply(E.Gelu, as_float(self))
 
     # ----- reductions -----
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce(R.Sum, axis, keepdims)
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            dtype: Any = None) -> Tensor:
+        """Σ over `axis`; `dtype` sets the dtype it accumulates in and returns (float16 is
+        always accumulated in float32)."""
+        return self._reduce(R.Sum, axis, keepdims, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce(R.Mean, axis, keepdims)
+        return as_float(self)._reduce(R.Mean, axis, keepdims)
 
     def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """The maximum; at ties the gradient is shared equally by the tied elements."""
         return self._reduce(R.Max, axis, keepdims)
 
-    def var(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """The population variance (ddof 0)."""
-        return self._reduce(R.Var, axis, keepdims)
+    def var(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            correction: int = 0) -> Tensor:
+        """Σ (x − mean)² / (n − correction): the population variance by default (correction 0;
+        PyTorch's default is 1, the unbiased estimate)."""
+        return as_float(self)._reduce(R.Var, axis, keepdims, correction=correction)
 
-    def _reduce(self, op, axis, keepdims) -> Tensor:
+    def _reduce(self, op, axis, keepdims, **params) -> Tensor:
         axes = normalize_axes(op.name, axis, self.ndim)
-        if op is R.Max and any(self.shape[a] == 0 for a in (range(self.ndim) if axes is None else axes)):
-            raise ShapeError(f"max: cannot take the maximum over an empty axis (axis {axis} of "
+        reduced = range(self.ndim) if axes is None else axes
+        if op in (R.Max, R.Min) and any(self.shape[a] == 0 for a in reduced):
+            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {axis} of "
                              f"shape {self.shape})")
-        return apply(op, self, axis=axes, keepdims=keepdims)
+        return apply(op, self, axis=axes, keepdims=keepdims, **params)
 
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        size, known = self.data.size, math.prod(n for n in shape if n != -1)
-        fits = size == known if -1 not in shape else known > 0 and size % known == 0
-        if not fits or shape.count(-1) > 1 or any(n < -1 for n in shape):
-            raise ShapeError(f"reshape: cannot reshape {self.shape} ({size} elements) to {shape}")
+        check_reshape(self.shape, self.data.size, shape)
         return apply(S.Reshape, self, shape=shape)
 
     def transpose(self, *axes: int) -> Tensor:
@@ -294,29 +314,13 @@ class Tensor:
         index = tuple(xp.asarray(i.data if isinstance(i, Tensor) else i)
                       if isinstance(i, (Tensor, list, np.ndarray)) or device_of(i) == "cuda"
                       else i for i in index)
-        try:
-            for probe in _index_probes(xp, index):
-                np.broadcast_to(np.empty((), bool), self.shape)[probe]
-        except IndexError as e:
-            raise IndexOutOfRange(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
-        except (TypeError, ValueError) as e:
-            raise ShapeError(f"getitem: index {index} does not fit shape {self.shape}: {e}") from e
+        check_index(xp, index, self.shape)
         return apply(S.GetItem, self, index=index)
 
     def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
         """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
         axis = normalize_axis("split", axis, self.ndim)
-        length = self.shape[axis]
-        if isinstance(sizes_or_n, int):
-            if sizes_or_n <= 0 or length % sizes_or_n:
-                raise ShapeError(f"split: axis {axis} of shape {self.shape} does not split into "
-                                 f"{sizes_or_n} equal pieces")
-            sizes = [length // sizes_or_n] * sizes_or_n
-        else:
-            sizes = list(sizes_or_n)
-            if sum(sizes) != length or any(n < 0 for n in sizes):
-                raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
-                                 f"axis {axis} of shape {self.shape}")
+        sizes = split_sizes(self.shape, axis, sizes_or_n)
         starts = np.cumsum([0] + sizes).tolist()
         return [apply(S.Split, self, axis=axis, start=a, stop=b)
                 for a, b in zip(starts[:-1], starts[1:])]
@@ -326,6 +330,330 @@ class Tensor:
         mask = _as_mask(mask, self.device)
         broadcast_shape("masked_fill", tuple(mask.shape), self.shape, names=("mask", "x"), what="shapes of")
         return apply(S.MaskedFill, self, mask, value=value)
+
+    # ===== the op surface a learner reaches for (PyTorch's names; issue 21) ==========================
+    # One line per method where an op (or a short composition of ops) does it all; argument checks
+    # before any op runs. Results that are not differentiable (comparisons, argmax, any, …) are
+    # tensors with no graph.
+
+    # ----- method forms of the operators -----
+    def add(self, other: Any) -> Tensor: return self + other
+    def sub(self, other: Any) -> Tensor: return self - other
+    def mul(self, other: Any) -> Tensor: return self * other
+    def div(self, other: Any) -> Tensor: return self / other
+    def neg(self) -> Tensor: return -self
+    def pow(self, exponent: Any) -> Tensor: return self ** exponent
+
+    # ----- elementwise -----
+    def abs(self) -> Tensor: return apply(U.Abs, self)
+    def sign(self) -> Tensor: return apply(U.Sign, self)
+    def floor(self) -> Tensor: return apply(U.Floor, self)
+    def ceil(self) -> Tensor: return apply(U.Ceil, self)
+    def round(self, decimals: int = 0) -> Tensor: return apply(U.Round, self, decimals=decimals)
+    def trunc(self) -> Tensor: return apply(U.Trunc, self)
+    def rsqrt(self) -> Tensor: return apply(U.Rsqrt, as_float(self))
+    def log2(self) -> Tensor: return apply(U.Log2, as_float(self))
+    def exp2(self) -> Tensor: return apply(U.Exp2, as_float(self))
+    def sin(self) -> Tensor: return apply(U.Sin, as_float(self))
+    def cos(self) -> Tensor: return apply(U.Cos, as_float(self))
+    def erf(self) -> Tensor: return apply(U.Erf, as_float(self))
+    def maximum(self, other: Any) -> Tensor: return _binary(B.Maximum, self, self._lift(other))
+    def minimum(self, other: Any) -> Tensor: return _binary(B.Minimum, self, self._lift(other))
+    def logaddexp(self, other: Any) -> Tensor: return _binary(B.LogAddExp, as_float(self), self._lift(other))
+
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:     # noqa: A002 (PyTorch's names)
+        """Values below `min` become `min`, above `max` become `max` (either may be None; Tensor
+        bounds go through ``maximum``/``minimum``). The gradient passes where x is within them."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            low = self if min is None else self.maximum(min)
+            return low if max is None else low.minimum(max)
+        if min is None and max is None:
+            raise ValueError("clip: at least one of min and max must be given")
+        return apply(U.Clip, self, min=min, max=max)
+
+    clamp = clip
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        """self + weight ⊙ (end − self); `weight` a number or a tensor, all three broadcast."""
+        start = as_float(self)
+        end, weight = start._lift(end), start._lift(weight)
+        broadcast_shape("lerp", start.shape, end.shape, weight.shape)
+        return apply(B.Lerp, start, as_float(end), as_float(weight))
+
+    # ----- comparisons and tests: bool tensors, no gradient -----
+    __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
+
+    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
+    def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
+    def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
+    def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
+    def __ge__(self, other): return _constant("ge", lambda xp, a, b: a >= b, self, other)
+    def isnan(self) -> Tensor: return _constant("isnan", lambda xp, a: xp.isnan(a), self)
+    def isinf(self) -> Tensor: return _constant("isinf", lambda xp, a: xp.isinf(a), self)
+    def isfinite(self) -> Tensor: return _constant("isfinite", lambda xp, a: xp.isfinite(a), self)
+    def logical_not(self) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)
+    def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
+    def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
+
+    def __abs__(self) -> Tensor: return self.abs()
+    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
+    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    __rand__, __ror__ = __and__, __or__
+
+    def _bools(self, operator: str) -> Tensor:
+        """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
+        if self.dtype != np.bool_:
+            raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
+                            "ops on integers are not supported")
+        return self
+
+    def __bool__(self) -> bool:
+        """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
+        if self.data.size != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+                               "use .any() or .all()")
+        return bool(self.data)
+
+    # ----- reductions -----
+    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """The minimum; at ties the gradient is shared equally by the tied elements."""
+        return self._reduce(R.Min, axis, keepdims)
+
+    def prod(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._reduce(R.Prod, axis, keepdims)
+
+    def logsumexp(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """log Σ exp(x) over `axis`, with the maximum subtracted first (never overflows)."""
+        return as_float(self)._reduce(R.LogSumExp, axis, keepdims)
+
+    def std(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            correction: int = 0) -> Tensor:
+        """√var: the square root of ``var`` with the same `correction` (0 by default, as ``var``)."""
+        return self.var(axis, keepdims, correction).sqrt()
+
+    def cumsum(self, axis: int) -> Tensor:
+        return apply(R.CumSum, self, axis=normalize_axis("cumsum", axis, self.ndim))
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """The index of the maximum along `axis` (of the flattened tensor when axis is None)."""
+        return self._arg("argmax", axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """The index of the minimum along `axis` (of the flattened tensor when axis is None)."""
+        return self._arg("argmin", axis, keepdims)
+
+    def _arg(self, name: str, axis: int | None, keepdims: bool) -> Tensor:
+        axis = None if axis is None else normalize_axis(name, axis, self.ndim)
+        if self.data.size == 0 or (axis is not None and self.shape[axis] == 0):
+            raise ShapeError(f"{name}: cannot take it over an empty axis (axis {axis} of shape {self.shape})")
+        return _constant(name, lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=keepdims), self)
+
+    def any(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        axes = normalize_axes("any", axis, self.ndim)
+        return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdims), self)
+
+    def all(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        axes = normalize_axes("all", axis, self.ndim)
+        return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdims), self)
+
+    def sort(self, axis: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+        """(values, indices) sorted along `axis`; values = gather(indices), so they are
+        differentiable, each gradient going back to the element it came from."""
+        axis = normalize_axis("sort", axis, self.ndim)
+        order = _constant("sort", lambda xp, a: xp.argsort(-a if descending else a, axis=axis), self)
+        return self.gather(axis, order), order
+
+    def topk(self, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the k largest (or smallest) elements along `axis`, in order."""
+        axis = normalize_axis("topk", axis, self.ndim)
+        if not 0 <= k <= self.shape[axis]:
+            raise ShapeError(f"topk: k = {k} is out of range for axis {axis} of shape {self.shape}")
+        _, order = self.sort(axis, descending=largest)
+        indices = Tensor._from_op(order.data[(slice(None),) * axis + (slice(0, k),)], None, None)
+        return self.gather(axis, indices), indices
+
+    # ----- shape -----
+    def view(self, *shape: int | Sequence[int]) -> Tensor: return self.reshape(*shape)
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        """The size-1 axes removed (only those in `axis` when given; others there stay)."""
+        axes = range(self.ndim) if axis is None else normalize_axes("squeeze", axis, self.ndim)
+        drop = {a for a in axes if self.shape[a] == 1}
+        return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
+
+    def unsqueeze(self, axis: int) -> Tensor:
+        """A size-1 axis inserted at `axis` (−1 appends one)."""
+        axis = normalize_axis("unsqueeze", axis, self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def flatten(self, start_axis: int = 0, end_axis: int = -1) -> Tensor:
+        """Axes start_axis … end_axis merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_axis, end_axis))
+        if start > end:
+            raise ShapeError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
+
+    def unflatten(self, axis: int, sizes: Sequence[int]) -> Tensor:
+        """Axis `axis` split into axes of `sizes` (one may be −1)."""
+        axis = normalize_axis("unflatten", axis, self.ndim)
+        known = math.prod(n for n in sizes if n != -1)
+        if list(sizes).count(-1) > 1 or (known != self.shape[axis] if -1 not in sizes else
+                                         known == 0 or self.shape[axis] % known):
+            raise ShapeError(f"unflatten: sizes {tuple(sizes)} do not make axis {axis} of shape {self.shape}")
+        return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
+
+    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Size-1 axes stretched to `sizes` (−1 keeps an axis) and new leading axes added, without
+        copying: the gradient sums over the copies."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        lead = len(sizes) - self.ndim
+        shape = tuple(n if n != -1 and a >= 0 else self.shape[a] if a >= 0 else n
+                      for a, n in zip(range(-lead, self.ndim), sizes))
+        if lead < 0 or any(n < 0 for n in shape) or any(
+                m not in (1, n) for m, n in zip(self.shape, shape[lead:])):
+            raise ShapeError(f"expand: shape {self.shape} cannot be expanded to {sizes}")
+        return apply(V.Expand, self, shape=shape)
+
+    def flip(self, axis: int | Sequence[int]) -> Tensor:
+        return apply(V.Flip, self, axis=normalize_axes("flip", axis, self.ndim))
+
+    def roll(self, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted cyclically along `axis` (over the flattened tensor when axis is None)."""
+        if axis is not None:
+            axis = normalize_axes("roll", axis, self.ndim, sort=False)
+            shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+            if len(shifts) != len(axis):
+                raise ValueError(f"roll: {len(shifts)} shifts for {len(axis)} axes")
+        elif not isinstance(shifts, int):
+            raise ValueError(f"roll: without axis, shifts must be one int, got {shifts!r}")
+        return apply(V.Roll, self, shifts=shifts, axis=axis)
+
+    def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
+        """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
+        repeats = tuple(repeats[0]) if len(repeats) == 1 and not isinstance(repeats[0], int) else repeats
+        if len(repeats) < self.ndim or any(not isinstance(r, int) or r < 0 for r in repeats):
+            raise ValueError(f"repeat: need one count ≥ 0 per axis of shape {self.shape}, got {repeats}")
+        return apply(V.Repeat, self, repeats=repeats)
+
+    def repeat_interleave(self, repeats: int | Sequence[int], axis: int | None = None) -> Tensor:
+        """Each element repeated `repeats` times (or repeats[i] times) along `axis` (flattened first
+        when axis is None)."""
+        x = self.reshape(-1) if axis is None else self
+        axis = 0 if axis is None else normalize_axis("repeat_interleave", axis, self.ndim)
+        repeats = repeats.data.tolist() if isinstance(repeats, Tensor) else repeats
+        counts = [repeats] if isinstance(repeats, int) else list(repeats)
+        if any(r < 0 for r in counts) or (len(counts) != 1 and len(counts) != x.shape[axis]):
+            raise ValueError(f"repeat_interleave: repeats {repeats} do not fit axis {axis} of shape "
+                             f"{x.shape}")
+        repeats = repeats if isinstance(repeats, int) else tuple(counts)
+        return apply(V.RepeatInterleave, x, repeats=repeats, axis=axis)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """Zeros above the `diagonal`-th diagonal of the last two axes."""
+        return apply(V.Tril, self._matrices("tril"), k=diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """Zeros below the `diagonal`-th diagonal of the last two axes."""
+        return apply(V.Triu, self._matrices("triu"), k=diagonal)
+
+    def _matrices(self, name: str) -> Tensor:
+        if self.ndim < 2:
+            raise ShapeError(f"{name}: needs at least 2 dims, got shape {self.shape}")
+        return self
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """The diagonal of the (axis1, axis2) planes, shifted by `offset`, as the last axis."""
+        a1, a2 = (normalize_axis("diagonal", a, self.ndim) for a in (axis1, axis2))
+        if a1 == a2:
+            raise ShapeError(f"diagonal: axis1 and axis2 are the same axis {a1}")
+        return apply(V.Diagonal, self, offset=offset, axis1=a1, axis2=a2)
+
+    def chunk(self, chunks: int, axis: int = 0) -> list[Tensor]:
+        """Pieces of ⌈n/chunks⌉ along `axis`, the last one smaller (possibly fewer pieces), as PyTorch."""
+        if chunks < 1:
+            raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
+        length = self.shape[normalize_axis("chunk", axis, self.ndim)]
+        size = max(-(-length // chunks), 1)
+        return self.split([size] * (length // size) + ([length % size] if length % size else []), axis)
+
+    def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
+        """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
+        before it, … (PyTorch's order)."""
+        pad = tuple(pad)
+        if len(pad) % 2 or len(pad) > 2 * self.ndim or any(not isinstance(p, int) or p < 0 for p in pad):
+            raise ValueError(f"pad: expected pairs of ints ≥ 0, at most two per axis of shape {self.shape}, "
+                             f"got {pad}")
+        pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)][::-1]
+        return apply(V.Pad, self, widths=((0, 0),) * (self.ndim - len(pairs)) + tuple(pairs), value=value)
+
+    def gather(self, axis: int, index: Any) -> Tensor:
+        """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
+        number of dims, and on the other axes covers a leading part of x)."""
+        axis, index = self._index_for("gather", axis, index)
+        return apply(G.Gather, self, index, axis=axis)
+
+    def scatter_add(self, axis: int, index: Any, src: Tensor) -> Tensor:
+        """A copy of x with src added at `index` along `axis`: y[index[i, j], j] += src[i, j] for
+        axis 0. Indices may repeat (their additions accumulate)."""
+        src = self._lift(src)
+        if src.dtype != self.dtype or src.ndim != self.ndim:
+            raise TypeError(f"scatter_add: src must have x's dtype {self.dtype} and {self.ndim} dims, "
+                            f"got {src.dtype} and {src.ndim}")
+        axis, index = self._index_for("scatter_add", axis, index)
+        if any(i > n for i, n in zip(index.shape, src.shape)):
+            raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
+        return apply(G.ScatterAdd, self, index, src, axis=axis)
+
+    def _index_for(self, name: str, axis: int, index: Any) -> tuple[int, Tensor]:
+        """The axis normalised, and the index as an integer tensor with x's number of dims, no
+        longer than x off `axis`, its values in [0, x.shape[axis])."""
+        axis = normalize_axis(name, axis, self.ndim)
+        index = index if isinstance(index, Tensor) else Tensor(index, device=self.device)
+        if index.dtype.kind not in "iu":
+            raise TypeError(f"{name}: index must be integers, got dtype {index.dtype}")
+        if index.ndim != self.ndim or any(i > n for d, (i, n) in enumerate(zip(index.shape, self.shape))
+                                          if d != axis):
+            raise ShapeError(f"{name}: index of shape {index.shape} does not fit shape {self.shape} "
+                             f"off axis {axis}")
+        bad = first_out_of_range(index.data, self.shape[axis])
+        if bad is not None:
+            raise IndexOutOfRange(f"{name}: index {bad} is out of range for axis {axis} of shape "
+                                  f"{self.shape}")
+        return axis, index
+
+    def one_hot(self, num_classes: int = -1) -> Tensor:
+        """Integer class ids → int64 rows with a 1 at the id (no gradient); num_classes −1 means max + 1."""
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"one_hot: needs integer class ids, got dtype {self.dtype}")
+        classes = int(self.data.max()) + 1 if num_classes == -1 and self.data.size else max(num_classes, 0)
+        bad = first_out_of_range(self.data, classes)
+        if bad is not None:
+            raise ValueError(f"one_hot: class {bad} is out of range for {classes} classes")
+        return _constant("one_hot", lambda xp, a: (a[..., None] == xp.arange(classes)).astype(xp.int64), self)
+    # ===== end of the op surface =====================================================================
+
+
+def as_float(t: Tensor) -> Tensor:
+    """`t`, or for an integer or bool tensor its values in the default float dtype: what an op
+    that must return a float (division, exp, mean, …) computes on, as PyTorch."""
+    return t if t.data.dtype.kind == "f" else Tensor(t.data, dtype=_default_dtype, device=t.device)
+
+
+def _constant(name: str, fn: Any, *operands: Any) -> Tensor:
+    """A result without a gradient (a comparison, argmax, isnan, …): ``fn(xp, *arrays)`` on the
+    operands' arrays, the operands after the first lifted to its device and broadcast-checked."""
+    first = operands[0]
+    others = [first._lift(o) for o in operands[1:]]
+    for o in others:
+        if o.device != first.device:
+            raise DeviceError(f"{name}: inputs are on different devices ({first.device}, {o.device})")
+        broadcast_shape(name, first.shape, o.shape)
+    with quiet_float_errors():
+        return Tensor._from_op(fn(xp_for(first.device), first.data, *[o.data for o in others]), None, None)
 
 
 def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
@@ -393,32 +721,6 @@ def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
     return grad
 
 
-def _index_probes(xp: Any, index: tuple) -> tuple[tuple, ...]:
-    """Host stand-ins of `index` that NumPy checks against the shape (on a zero-byte array): the
-    index itself on the CPU (one probe, nothing copied).
-
-    A GPU integer array is not copied to the host: it is replaced by its minimum, then by its
-    maximum, broadcast to its shape (two probes, one read of two numbers). The indices that fit
-    an axis of length n form the interval [−n, n − 1], so if both extremes fit, every value does.
-    A GPU boolean array is copied, since its count of True values decides the result's shape.
-    """
-    low, high = [], []
-    for i in index:
-        if _is_device_int_array(i):
-            lowest, highest = to_numpy(xp.stack([i.min(), i.max()]))
-            low.append(np.broadcast_to(lowest, i.shape))
-            high.append(np.broadcast_to(highest, i.shape))
-        else:
-            host = to_numpy(i) if device_of(i) == "cuda" else i
-            low.append(host)
-            high.append(host)
-    return (tuple(low), tuple(high)) if any(map(_is_device_int_array, index)) else (tuple(low),)
-
-
-def _is_device_int_array(i: Any) -> bool:
-    return device_of(i) == "cuda" and i.dtype.kind in "iu" and i.size > 0
-
-
 def _as_mask(mask: Any, device: str) -> Tensor:
     mask = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
     if mask.dtype != np.bool_:
@@ -430,7 +732,8 @@ def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:
     """A fresh array of `data`; TypeError for what a tensor cannot hold (complex, strings,
     objects, ragged lists): only bool, integer and float data."""
     try:
-        array = xp.array(data, dtype=dtype, copy=True)
+        with quiet_float_errors():      # a cast that overflows gives inf, as PyTorch (1e39 in float32)
+            array = xp.array(data, dtype=dtype, copy=True)
     except ValueError as e:
         if "inhomogeneous" not in str(e):
             raise
@@ -443,19 +746,15 @@ def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:
 
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"matmul: operands must have at least 1 dim, got {a.shape} @ {b.shape}")
-    inner_a, inner_b = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if inner_a != inner_b:
-        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
-                         f"(inner dims {inner_a} and {inner_b} differ)")
-    broadcast_shape("matmul", a.shape[:-2], b.shape[:-2], names=("a", "b"), what="batch dims of")
+    check_matmul(a.shape, b.shape)
     return apply(M.MatMul, a, b)
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
     a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
-    if a_float != b_float:                  # int meets float: the float's dtype (PyTorch)
+    if op is E.Div and not (a_float or b_float):    # integers divided: the default float (PyTorch)
+        a, b = as_float(a), as_float(b)
+    elif a_float != b_float:                  # int meets float: the float's dtype (PyTorch)
         if a_float:
             b = Tensor(b.data, dtype=a.dtype, device=b.device)
         else:
@@ -482,10 +781,7 @@ def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("concat: needs at least one tensor")
     axis = normalize_axis("concat", axis, tensors[0].ndim)
-    first = tensors[0].shape
-    for t in tensors:
-        if t.ndim != len(first) or t.shape[:axis] + t.shape[axis + 1:] != first[:axis] + first[axis + 1:]:
-            raise ShapeError(f"concat: shapes {[x.shape for x in tensors]} differ off axis {axis}")
+    check_concat([t.shape for t in tensors], axis)
     return apply(S.Concat, *tensors, axis=axis)
 
 
@@ -494,8 +790,7 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
-    if any(t.shape != tensors[0].shape for t in tensors):
-        raise ShapeError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
+    check_stack([t.shape for t in tensors])
     axis = normalize_axis("stack", axis, tensors[0].ndim + 1)
     return apply(S.Stack, *tensors, axis=axis)
 

@@ -28,6 +28,9 @@ from ..gradcheck import case_inputs, gradcheck
 from ..ops.base import Case
 from ..tensor import Tensor, apply
 
+__all__ = ["EXERCISES", "Exercise", "ExerciseFileError", "add_parser", "attention_by_blocks",
+           "check_backward", "check_file", "check_online_softmax", "find_exercise", "load", "run"]
+
 
 @dataclass(frozen=True)
 class Exercise:

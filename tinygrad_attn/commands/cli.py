@@ -11,7 +11,10 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "check")
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+
+COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "dtypes", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:

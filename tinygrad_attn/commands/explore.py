@@ -13,6 +13,8 @@ import sys
 from ..viz.explorer import explore
 from .demo_options import DEMOS, build_example, example_parser
 
+__all__ = ["add_parser", "run"]
+
 
 def run(args: argparse.Namespace) -> int:
     example = build_example(args)

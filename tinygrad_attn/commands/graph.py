@@ -11,8 +11,11 @@ import sys
 import time
 
 from .. import nn
-from ..viz import graph as viz
+from ..viz import collect, emit, write_image
 from .demo_options import build_example, example_parser
+
+__all__ = ["COLLAPSIBLE", "add_parser", "run"]
+
 
 COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.TransformerBlock, nn.MLP,
                                              nn.Linear, nn.LayerNorm, nn.Embedding)}
@@ -24,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     loss.backward()
     start = time.perf_counter()
     try:                                # a bad --collapse, --expand or --out: say so, no traceback
-        graph = viz.collect(loss, show_grads=not args.no_grads, tokens=example.tokens, expand=args.expand,
+        graph = collect(loss, show_grads=not args.no_grads, tokens=example.tokens, expand=args.expand,
                             collapse=[COLLAPSIBLE.get(name, name) for name in args.collapse] or None)
-        path = viz.write_image(viz.emit(graph).source, args.out)
+        path = write_image(emit(graph).source, args.out)
     except ValueError as error:
         print(f"tinygrad-attn graph: {error}", file=sys.stderr)
         return 2

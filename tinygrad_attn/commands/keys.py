@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import sys
 
+__all__ = ["read_key"]
+
+
 NEXT, BACK, QUIT = "n", "b", "q"
 _ARROWS = {"C": NEXT, "D": BACK}          # ESC [ C is →, ESC [ D is ←
 

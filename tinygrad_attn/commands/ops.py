@@ -10,9 +10,32 @@ import argparse
 
 from ..ops import REGISTRY
 
+__all__ = ["add_parser", "formula_table", "run"]
+
+# What a learner can call that is not an op of its own: a composition of registered ops (as
+# PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
+COMPOSED = {
+    "add sub mul div neg pow": "the method forms of `+ - * / - **`",
+    "view squeeze unsqueeze flatten unflatten": "`reshape`",
+    "clamp": "`clip` under PyTorch's name",
+    "chunk": "`split` into pieces of ⌈n/chunks⌉",
+    "std": "`sqrt(var(correction))`",
+    "sort topk": "indices by argsort (no gradient), values by `gather`: each value's gradient goes back "
+                 "to the element it came from",
+    "selu celu": "`elu` with PyTorch's parameters (selu: scale 1.0507…, alpha 1.6733…; celu: input scale "
+                 "1/alpha)",
+    "relu6": "`hardtanh(x, 0, 6)`",
+}
+# Results without a gradient: bool or integer tensors that are never part of a graph.
+NO_GRADIENT = ("== != < <= > >= isnan isinf isfinite logical_not logical_and logical_or ~ & | argmax argmin "
+               "any all one_hot")
+CONSTRUCTORS = "tensor zeros ones full zeros_like ones_like full_like eye arange linspace randn rand randint"
+OUT_OF_SCOPE = "convolutions, pooling, linear algebra decompositions, bitwise ops, complex numbers"
+
 
 def formula_table() -> str:
-    """The registry as Markdown: op name, the class docstring's first line, formulas, case count."""
+    """The registry as Markdown (op name, the class docstring's first line, formulas, case count),
+    then what is built from the ops, what has no gradient, and what is out of scope."""
     lines = [
         "# Ops and their backward formulas",
         "",
@@ -27,6 +50,13 @@ def formula_table() -> str:
         formulas = "<br>".join(f"`{f}`" if f else f"`{arg}`: no gradient"
                                for arg, f in op.formula.items()).replace("|", "\\|")
         lines.append(f"| `{name}` | {summary} | {formulas} | {len(op.cases)} |")
+    lines += ["", "## Built from the ops above", "", "| methods | are |", "|---|---|"]
+    lines += [f"| {' '.join(f'`{n}`' for n in names.split())} | {how} |" for names, how in COMPOSED.items()]
+    lines += ["", "**Without a gradient** (bool or integer results, never in a graph): "
+              + " ".join(f"`{n}`" for n in NO_GRADIENT.split()) + ".", "",
+              "**Constructors** (`ta.*`, seeded by `ta.manual_seed`): "
+              + " ".join(f"`{n}`" for n in CONSTRUCTORS.split()) + ".", "",
+              f"**Out of scope:** {OUT_OF_SCOPE}."]
     return "\n".join(lines) + "\n"
 
 

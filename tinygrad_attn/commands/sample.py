@@ -6,8 +6,10 @@ import argparse
 import sys
 
 from ..errors import CheckpointError, DeviceError
-from ..training.loop import answer, load_run
+from ..training import answer, load_run
 from ..training.tasks import decode
+
+__all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from ..viz.stepper import Step, backprop_steps
 from .demo_options import DEMOS, build_example, example_parser
 from .keys import read_key
 
+__all__ = ["add_parser", "interact", "run"]
+
 
 def run(args: argparse.Namespace) -> int:
     example = build_example(args)

@@ -19,22 +19,26 @@ import numpy as np
 from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
-from ..training import checkpoint, plots
-from ..training.host_memory import keep_freed_memory
-from ..training.loop import (
+from ..training import (
     DivergedError,
     History,
     InterruptedMidStep,
     TrainConfig,
     TrainState,
     accuracy,
+    checkpoint,
     load_run,
     make_model,
+    plots,
     save_run,
     train,
 )
+from ..training.host_memory import keep_freed_memory
 from ..training.run_folder import RunFolder
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
+
+__all__ = ["add_parser", "flag", "run"]
+
 
 # Every TrainConfig field is a flag: --batch-size for batch_size, except these two.
 _RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}

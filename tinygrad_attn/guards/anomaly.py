@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ..ops.base import Op
     from ..tensor import Tensor
 
+__all__ = ["active", "check_forward", "check_gradient", "detect_anomaly"]
+
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
 
 active = False      # set only by detect_anomaly

@@ -8,6 +8,8 @@ from typing import Any
 
 from ..errors import ShapeError
 
+__all__ = ["normalize_axes", "normalize_axis"]
+
 
 def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
     """`axis` (None, an int or a sequence of ints) as a tuple of non-negative ints < ndim.

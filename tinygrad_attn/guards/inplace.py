@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from ..engine import Node
     from ..tensor import Tensor
 
+__all__ = ["check_unchanged", "fingerprint", "watch"]
+
+
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
 _SMALL_BYTES = 1024
 

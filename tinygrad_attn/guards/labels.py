@@ -12,6 +12,15 @@ if TYPE_CHECKING:
     from ..tensor import Tensor
 
 
+__all__ = ["input_label", "named", "op_location", "scope_name", "tensor_label"]
+
+
+def named(t: Tensor, name: str) -> Tensor:
+    """`t`, given the name that steps and drawings show for it (S, P, logits, …)."""
+    t.name = name
+    return t
+
+
 def tensor_label(t: Tensor) -> str:
     """A tensor's name: its parameter name, else the op that made it ('output of matmul'),
     else 'leaf' (requires grad) or 'const'."""

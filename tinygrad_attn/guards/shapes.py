@@ -1,9 +1,10 @@
-"""Shape rules shared by Tensor methods, ``F``, the layers and the ops: broadcasting, attention's
-``(..., T, d)`` unpacking, and ids that must index an axis. Each ShapeError is worded one way:
-the op, then the shapes."""
+"""Shape rules shared by Tensor methods, ``F``, the layers and the ops: broadcasting, reshape,
+matmul, split, concat and stack, attention's ``(..., T, d)`` unpacking, and ids that must index an
+axis. Each ShapeError is worded one way: the op, then the shapes."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -11,6 +12,11 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..errors import ShapeError
+
+__all__ = ["AttentionShapes", "Shape", "attention_shapes", "broadcast_shape", "check_broadcasts_to",
+           "check_concat", "check_matmul", "check_reshape", "check_stack", "first_out_of_range",
+           "split_sizes"]
+
 
 Shape = tuple[int, ...]
 
@@ -40,6 +46,75 @@ def check_broadcasts_to(op: str, what: str, shape: Shape, target: Shape) -> None
         fits = False
     if not fits:
         raise ShapeError(f"{op}: {what} of shape {tuple(shape)} does not broadcast to {tuple(target)}")
+
+
+def check_reshape(shape: Shape, size: int, target: Shape) -> None:
+    """Check that `size` elements of `shape` can be read as `target` (one −1 is inferred).
+
+    Raises:
+        ShapeError: "reshape: cannot reshape (2, 3) (6 elements) to (4, -1)".
+    """
+    known = math.prod(n for n in target if n != -1)
+    fits = size == known if -1 not in target else known > 0 and size % known == 0
+    if not fits or target.count(-1) > 1 or any(n < -1 for n in target):
+        raise ShapeError(f"reshape: cannot reshape {shape} ({size} elements) to {target}")
+
+
+def check_matmul(a: Shape, b: Shape) -> None:
+    """Check that `a @ b` is defined: ≥ 1 dim each, equal inner dims, batch dims that broadcast.
+
+    Raises:
+        ShapeError: "matmul: shapes (2, 3) and (4, 5) do not fit (inner dims 3 and 4 differ)".
+    """
+    if not a or not b:
+        raise ShapeError(f"matmul: operands must have at least 1 dim, got {a} @ {b}")
+    inner_a, inner_b = a[-1], b[0] if len(b) == 1 else b[-2]
+    if inner_a != inner_b:
+        raise ShapeError(f"matmul: shapes {a} and {b} do not fit "
+                         f"(inner dims {inner_a} and {inner_b} differ)")
+    broadcast_shape("matmul", a[:-2], b[:-2], names=("a", "b"), what="batch dims of")
+
+
+def split_sizes(shape: Shape, axis: int, sizes_or_n: int | Sequence[int]) -> list[int]:
+    """The sizes of the pieces ``split`` cuts axis `axis` of `shape` into: `sizes_or_n` equal
+    pieces (an int), or the given sizes.
+
+    Raises:
+        ShapeError: the axis does not divide into that many pieces, or the sizes do not add up.
+    """
+    length = shape[axis]
+    if isinstance(sizes_or_n, int):
+        if sizes_or_n <= 0 or length % sizes_or_n:
+            raise ShapeError(f"split: axis {axis} of shape {shape} does not split into "
+                             f"{sizes_or_n} equal pieces")
+        return [length // sizes_or_n] * sizes_or_n
+    sizes = list(sizes_or_n)
+    if sum(sizes) != length or any(n < 0 for n in sizes):
+        raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
+                         f"axis {axis} of shape {shape}")
+    return sizes
+
+
+def check_concat(shapes: Sequence[Shape], axis: int) -> None:
+    """Check that `shapes` have one number of dims and agree off `axis` (``concat``).
+
+    Raises:
+        ShapeError: "concat: shapes [(2, 3), (2, 4)] differ off axis 0".
+    """
+    first = shapes[0]
+    for shape in shapes:
+        if len(shape) != len(first) or shape[:axis] + shape[axis + 1:] != first[:axis] + first[axis + 1:]:
+            raise ShapeError(f"concat: shapes {list(shapes)} differ off axis {axis}")
+
+
+def check_stack(shapes: Sequence[Shape]) -> None:
+    """Check that `shapes` are all equal (``stack``).
+
+    Raises:
+        ShapeError: "stack: all shapes must be equal, got [(2,), (3,)]".
+    """
+    if any(shape != shapes[0] for shape in shapes):
+        raise ShapeError(f"stack: all shapes must be equal, got {list(shapes)}")
 
 
 def first_out_of_range(ids: Any, n: int, ignore: int | None = None) -> Any:

@@ -17,6 +17,8 @@ from ..tensor import Tensor, concat
 from .layers import Linear
 from .module import Module, check_probability, check_sizes
 
+__all__ = ["LayerCache", "MultiHeadAttention"]
+
 
 @dataclass
 class LayerCache:
@@ -113,15 +115,11 @@ class MultiHeadAttention(Module):
                 v = concat([cache.v, v], axis=-2)                       # (B, H, Tk, Dh)
             cache.k, cache.v = k, v
 
-        # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once. Dropout acts on the weights, so
-        # then they are asked for and multiplied with V again (the op's own output is unused).
-        drop_weights = self.training and self.dropout > 0
+        # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once; dropout acts on the weights.
         result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
-                                                return_weights=return_weights or drop_weights,
-                                                fused=self.fused)
-        heads, weights = result if return_weights or drop_weights else (result, None)
-        if drop_weights:
-            heads = F.dropout(weights, self.dropout) @ v                # (B, H, Tq, Dh)
+                                                return_weights=return_weights, fused=self.fused,
+                                                dropout_p=self.dropout if self.training else 0.0)
+        heads, weights = result if return_weights else (result, None)  # (B, H, Tq, Dh)
         heads.name = "heads"
         concat_heads = heads.swapaxes(-3, -2).reshape(x.shape)          # (B, Tq, D)
         concat_heads.name = "concat(heads)"

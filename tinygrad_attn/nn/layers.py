@@ -15,6 +15,8 @@ from ..ops.shape import GetItem
 from ..tensor import Tensor, apply, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 
+__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear"]
+
 
 def _uniform(bound: float, *shape: int) -> np.ndarray:
     return generator().uniform(-bound, bound, shape).astype(get_default_dtype())

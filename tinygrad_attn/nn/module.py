@@ -25,6 +25,8 @@ from ..backend import device_of, to_device, xp_for
 from ..errors import DeviceError, ShapeError
 from ..tensor import Tensor
 
+__all__ = ["Module", "Parameter", "check_probability", "check_sizes"]
+
 
 class Parameter(Tensor):
     """A learnable tensor of a module: a leaf that requires grad."""

@@ -13,6 +13,8 @@ from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear
 from .module import Module, check_sizes
 
+__all__ = ["MLP", "TinyTransformer", "TransformerBlock"]
+
 
 class MLP(Module):
     """fc2(GELU(fc1(x))): the position-wise feed-forward network."""

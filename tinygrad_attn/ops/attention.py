@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
 from .masking import causal_keep, combine_keep, mask_scores_in_place, masked_logits
+from .registry import register
 from .rowsum import rowsum
 from .softmax import softmax_parts
+
+__all__ = ["ScaledDotProductAttention"]
+
 
 _PADDED = np.array([[True, True, True, False, False]])
 _ROW_MASKED = np.array([[True, False, True, True, False], [False] * 5, [True] * 5, [True] * 5])

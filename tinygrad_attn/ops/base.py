@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["Case", "Context", "Op", "cast_back", "quiet_float_errors", "restore_float_errors",
+           "silence_float_errors", "single_for_half"]
+
 _QUIET = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
 try:    # NumPy 2 keeps the float-error state in a context variable (per thread), which errstate sets
     from numpy._core._ufunc_config import _extobj_contextvar as _error_state
@@ -64,6 +67,19 @@ def restore_float_errors(token: Any) -> None:
         _error_state.reset(token)
 
 
+def single_for_half(*arrays: Any) -> tuple[Any, ...]:
+    """The arrays with float16 ones widened to float32 (None stays None): a reduction over
+    float16 (a sum, a mean, softmax's denominator, a norm's statistics) accumulates in float32,
+    as PyTorch does, and the op casts its result back to float16."""
+    return tuple(a.astype(np.float32) if a is not None and a.dtype == np.float16 else a for a in arrays)
+
+
+def cast_back(result: Any, dtype: Any) -> Any:
+    """`result`, computed in float32 for an input of `dtype` float16, cast back to float16 (any
+    other dtype is left as the op made it: a sum of bools is an integer)."""
+    return result.astype(dtype) if dtype == np.float16 and result.dtype != dtype else result
+
+
 class Context:
     """What forward leaves for backward: named residuals, which inputs need grad, the params."""
 
@@ -88,15 +104,15 @@ class Case:
 
     Each spec is a shape tuple (a random float64 input that is differentiated), an array
     (a fixed input that is not: a mask, integer targets, a condition) or ``None``.
-    ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5) or
-    "nonzero" (x moved away from 0).
+    ``domain`` shapes the random inputs: "real" (normal), "positive" (|x| + 0.5), "nonzero" (x
+    moved away from 0) or "probability" (in (0.1, 0.9), for binary cross-entropy).
 
     Example:
         >>> Case((3, 4), None, params={"axis": 1}, domain="positive").specs
         ((3, 4), None)
     """
 
-    DOMAINS = ("real", "positive", "nonzero")
+    DOMAINS = ("real", "positive", "nonzero", "probability")
 
     def __init__(self, *specs: Any, params: Mapping[str, Any] | None = None, domain: str = "real"):
         if domain not in self.DOMAINS:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Dropout"]
 
 
 @register

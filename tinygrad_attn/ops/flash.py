@@ -15,10 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..guards.shapes import attention_shapes
-from . import register
 from .base import Case, Op
 from .masking import causal_keep, mask_scores_in_place
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["FlashAttention"]
+
 
 _PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
 _FIRST_OFF = np.array([[False, False, True, True, True]])             # (1, Tk): block 0 wholly masked

@@ -1,12 +1,23 @@
-"""Cross-entropy fused with log-softmax: one op from logits to the loss."""
+"""Losses, each one op from its inputs to the loss: cross-entropy fused with log-softmax (integer
+targets, or class probabilities), nll_loss, binary cross-entropy (on probabilities or logits),
+mse_loss.
+
+Each takes ``reduction``: "mean" (over the positions that count), "sum" or "none" (the loss per
+position). A float16 input is computed in float32 and the loss cast back to float16, as PyTorch
+accumulates.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import register
-from .base import Case, Op
+from .base import Case, Op, cast_back, single_for_half
+from .registry import register
 from .softmax import softmax_parts
+
+__all__ = ["BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "CrossEntropy", "CrossEntropyProbs",
+           "MseLoss", "NllLoss"]
+
 
 _TARGETS = np.array([2, 0, 3])
 _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
@@ -16,61 +27,235 @@ _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
 class CrossEntropy(Op):
     """ℓ = −log softmax(logits)[target] per position, then reduced ("mean", "sum" or "none").
 
-    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean.
+    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean. With
+    label smoothing ε the target is (1 − ε)·one_hot + ε/C: ℓ = (1 − ε)·ℓ_target + ε·mean_c(ℓ_c).
     """
 
     name = "cross_entropy"
-    formula = {"logits": "dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", "targets": None}
+    formula = {"logits": "dlogits = (softmax(logits) − (1 − ε)·one_hot(target) − ε/C) ⊙ dℓ / n_counted",
+               "targets": None}
     residuals = {
         "probs": "P (the softmax probabilities)",
         "safe": "the targets",
-        "counted": "which targets count (saved only with an ignore_index)",
+        "counted": "which targets count",
         "n_counted": "n_counted (how many targets count)",
     }
     cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
              Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "sum"}),
              Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean",
+                                               "label_smoothing": 0.2}))
 
     @staticmethod
-    def forward(ctx, logits, targets, *, ignore_index, reduction):
+    def forward(ctx, logits, targets, *, ignore_index, reduction, label_smoothing=0.0):
         xp = ctx.xp
+        dtype, ctx.smoothing = logits.dtype, label_smoothing
+        logits, = single_for_half(logits)
         probs, m, s = softmax_parts(xp, logits, -1)
-        counted = None if ignore_index is None else targets != ignore_index
-        safe = targets if counted is None else xp.where(counted, targets, 0)
-        # z[target] of each position: the logits as rows, one (row, target) pair picked per row.
-        rows = logits.reshape(safe.size, logits.shape[-1])
-        picked = rows[xp.arange(safe.size), safe.reshape(-1)].reshape(safe.shape)
-        losses = m[..., 0] + xp.log(s[..., 0]) - picked         # −log p[target] = log Σ exp(z) − z[target]
+        counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
+        safe = xp.where(counted, targets, 0)[..., None]                       # (..., 1)
+        picked = xp.take_along_axis(logits, safe, axis=-1)[..., 0]
+        # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
+        # row with −inf logits stays 0 instead of 0 · inf = NaN.
+        lse = m[..., 0] + xp.log(s[..., 0])
+        losses = lse - picked
+        if label_smoothing:             # ε · mean over the classes of −log p_c = ε · (lse − mean z)
+            losses = (1 - label_smoothing) * losses + label_smoothing * (lse - logits.mean(axis=-1))
+        losses = xp.where(counted, losses, 0)
         # n stays an array on the device (no int(): that would wait for the GPU and copy to the
         # host on every call); float, so that dividing by it keeps the logits' dtype.
-        if counted is None:
-            n_counted = xp.asarray(max(safe.size, 1), dtype=logits.dtype)
-            ctx.save(probs=probs, safe=safe, n_counted=n_counted)
-        else:
-            # `where`, not `* counted`, so that an ignored row with −inf logits stays 0 instead
-            # of 0 · inf = NaN.
-            losses = xp.where(counted, losses, 0)
-            n_counted = xp.maximum(counted.sum(dtype=logits.dtype), 1)
-            ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
-        if reduction == "none":
-            return losses
-        total = losses.sum()
-        return total / n_counted if reduction == "mean" else total
+        n_counted = xp.maximum(counted.sum(dtype=logits.dtype), 1)
+        ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
+        return cast_back(_reduced(losses, reduction, n_counted), dtype)
 
     @staticmethod
     def backward(ctx, grad):
         """∂ℓ/∂logitsⱼ = pⱼ − [j = target] for a counted position, 0 for an ignored one; the mean
-        divides by the number counted (a mean over no counted target is 0, with gradient 0)."""
+        divides by the number counted (a mean over no counted target is 0, with gradient 0).
+        With smoothing the target distribution is (1 − ε)·one_hot + ε/C, and pⱼ minus it is the slope."""
         if not ctx.needs_grad[0]:
             return None, None
         xp = ctx.xp
-        probs, safe = ctx.saved["probs"], ctx.saved["safe"]
-        one_hot = xp.arange(probs.shape[-1]) == safe[..., None]               # (..., C)
-        if ctx.reduction == "mean":
-            grad = grad / ctx.saved["n_counted"]
-        scale = grad[..., None] if ctx.reduction == "none" else grad
-        if "counted" in ctx.saved:                  # saved only with an ignore_index
-            scale = scale * ctx.saved["counted"][..., None]
-        return (probs - one_hot) * scale, None
+        probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
+        target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
+        if ctx.smoothing:
+            target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
+        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"]) * counted
+        return (probs - target) * scale[..., None], None
+
+
+def _reduced(losses, reduction: str, n):
+    """The per-position losses summed, averaged over `n` positions, or kept ("none")."""
+    if reduction == "none":
+        return losses
+    total = losses.sum()
+    return total / n if reduction == "mean" else total
+
+
+def _per_position(grad, reduction: str, n):
+    """dℓ per position from the gradient of the reduced loss: dℓ itself ("none"), the scalar dℓ
+    ("sum"), or dℓ/n ("mean"); broadcast against the positions by the caller."""
+    return grad / n if reduction == "mean" else grad
+
+
+@register
+class CrossEntropyProbs(Op):
+    """ℓ = −Σ_c q_c log softmax(logits)_c per position, with class-probability targets q (then reduced).
+
+    F.cross_entropy runs this op when the targets are floats shaped like the logits. With label
+    smoothing ε the targets become (1 − ε)·q + ε/C. The mean is over the positions.
+    """
+
+    name = "cross_entropy_probs"
+    formula = {"logits": "dlogits = (softmax(logits) ⊙ Σ_c q_c − q) ⊙ dℓ",
+               "targets": "dq = −(1 − ε) log softmax(logits) ⊙ dℓ"}
+    residuals = {"probs": "P (the softmax probabilities)", "log_probs": "log P",
+                 "targets": "q (the smoothed targets)"}
+    cases = (Case((3, 4), (3, 4), params={"label_smoothing": 0.0, "reduction": "mean"}, domain="probability"),
+             Case((2, 3, 4), (2, 3, 4), params={"label_smoothing": 0.1, "reduction": "sum"},
+                  domain="probability"),
+             Case((3, 5), (3, 5), params={"label_smoothing": 0.0, "reduction": "none"}, domain="probability"))
+
+    @staticmethod
+    def forward(ctx, logits, targets, *, label_smoothing, reduction):
+        xp = ctx.xp
+        dtype = logits.dtype
+        logits, targets = single_for_half(logits, targets)
+        probs, m, s = softmax_parts(xp, logits, -1)
+        log_probs = logits - m - xp.log(s)
+        if label_smoothing:
+            targets = (1 - label_smoothing) * targets + label_smoothing / logits.shape[-1]
+        ctx.save(probs=probs, log_probs=log_probs, targets=targets)
+        ctx.n = max(int(np.prod(logits.shape[:-1])), 1)
+        return cast_back(_reduced(-(targets * log_probs).sum(axis=-1), reduction, ctx.n), dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """ℓ = −Σ q_c (z_c − lse): ∂ℓ/∂z_j = −q_j + p_j Σ q_c (p_j − q_j when q sums to 1);
+        ∂ℓ/∂q_c = −log p_c, times (1 − ε) through the smoothing."""
+        scale = _per_position(grad, ctx.reduction, ctx.n)[..., None]
+        probs, q = ctx.saved["probs"], ctx.saved["targets"]
+        return ((probs * q.sum(axis=-1, keepdims=True) - q) * scale if ctx.needs_grad[0] else None,
+                -(1 - ctx.label_smoothing) * ctx.saved["log_probs"] * scale if ctx.needs_grad[1] else None)
+
+
+@register
+class NllLoss(Op):
+    """ℓ = −x[target] per position, x being log-probabilities (classes on the last axis), then reduced.
+
+    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean.
+    """
+
+    name = "nll_loss"
+    formula = {"x": "dx = −one_hot(target) ⊙ dℓ / n_counted", "targets": None}
+    residuals = {"safe": "the targets", "counted": "which targets count", "n_counted": "how many count"}
+    cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "sum"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
+
+    @staticmethod
+    def forward(ctx, x, targets, *, ignore_index, reduction):
+        xp = ctx.xp
+        ctx.classes = x.shape[-1]
+        counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
+        safe = xp.where(counted, targets, 0)[..., None]
+        losses = xp.where(counted, -xp.take_along_axis(x, safe, axis=-1)[..., 0], 0)
+        n_counted = xp.maximum(counted.sum(dtype=x.dtype), 1)
+        ctx.save(safe=safe, counted=counted, n_counted=n_counted)
+        return _reduced(losses, reduction, n_counted)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """ℓ depends on one element per position, with slope −1: dx = −dℓ at the target, 0 elsewhere."""
+        if not ctx.needs_grad[0]:
+            return None, None
+        safe, counted = ctx.saved["safe"], ctx.saved["counted"]
+        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"]) * counted
+        one_hot = ctx.xp.arange(ctx.classes) == safe
+        return -(one_hot * scale[..., None]), None
+
+
+@register
+class BinaryCrossEntropy(Op):
+    """ℓ = −(y log p + (1 − y) log(1 − p)) per element, each log clamped at −100 (as PyTorch)."""
+
+    name = "binary_cross_entropy"
+    formula = {"p": "dp = dℓ ⊙ (p − y) / max(p(1 − p), 1e−12)", "y": "dy = dℓ ⊙ (log(1 − p) − log p)"}
+    residuals = {"p": "p (the probabilities)", "y": "y (the targets)"}
+    cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}, domain="probability"),
+             Case((5,), (5,), params={"reduction": "sum"}, domain="probability"),
+             Case((2, 3), (2, 3), params={"reduction": "none"}, domain="probability"))
+
+    @staticmethod
+    def forward(ctx, p, y, *, reduction):
+        xp = ctx.xp
+        ctx.save(p=p, y=y)
+        losses = -(y * xp.maximum(xp.log(p), -100) + (1 - y) * xp.maximum(xp.log1p(-p), -100))
+        return _reduced(losses, reduction, losses.size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂ℓ/∂p = −y/p + (1 − y)/(1 − p) = (p − y)/(p(1 − p)), the denominator kept ≥ 1e−12;
+        ℓ is linear in y with slope log(1 − p) − log p."""
+        xp = ctx.xp
+        p, y = ctx.saved["p"], ctx.saved["y"]
+        scale = _per_position(grad, ctx.reduction, p.size)
+        return ((p - y) / xp.maximum(p * (1 - p), 1e-12) * scale if ctx.needs_grad[0] else None,
+                (xp.maximum(xp.log1p(-p), -100) - xp.maximum(xp.log(p), -100)) * scale
+                if ctx.needs_grad[1] else None)
+
+
+@register
+class BinaryCrossEntropyWithLogits(Op):
+    """ℓ = −(y log σ(x) + (1 − y) log(1 − σ(x))) = max(x, 0) − x·y + log(1 + e^(−|x|)), stable."""
+
+    name = "binary_cross_entropy_with_logits"
+    formula = {"x": "dx = dℓ ⊙ (σ(x) − y)", "y": "dy = −dℓ ⊙ x"}
+    residuals = {"x": "x (the logits)", "y": "y (the targets)"}
+    cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}),
+             Case((5,), (5,), params={"reduction": "sum"}, domain="probability"),
+             Case((2, 3), (2, 3), params={"reduction": "none"}))
+
+    @staticmethod
+    def forward(ctx, x, y, *, reduction):
+        xp = ctx.xp
+        ctx.save(x=x, y=y)
+        losses = xp.maximum(x, 0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
+        return _reduced(losses, reduction, losses.size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """With log σ(x) = x − softplus(x) and log(1 − σ(x)) = −softplus(x): ℓ = softplus(x) − x·y,
+        so ∂ℓ/∂x = σ(x) − y and ∂ℓ/∂y = −x."""
+        x, y = ctx.saved["x"], ctx.saved["y"]
+        scale = _per_position(grad, ctx.reduction, x.size)
+        sigmoid = 0.5 * (1 + ctx.xp.tanh(0.5 * x))
+        return ((sigmoid - y) * scale if ctx.needs_grad[0] else None,
+                -x * scale if ctx.needs_grad[1] else None)
+
+
+@register
+class MseLoss(Op):
+    """ℓ = (a − b)² per element, then reduced."""
+
+    name = "mse_loss"
+    formula = {"a": "da = 2(a − b) ⊙ dℓ", "b": "db = −2(a − b) ⊙ dℓ"}
+    residuals = {"diff": "a − b"}
+    cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}),
+             Case((5,), (5,), params={"reduction": "sum"}),
+             Case((2, 3), (2, 3), params={"reduction": "none"}))
+
+    @staticmethod
+    def forward(ctx, a, b, *, reduction):
+        diff = a - b
+        ctx.save(diff=diff)
+        return _reduced(diff * diff, reduction, diff.size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂(a − b)²/∂a = 2(a − b) = −∂(a − b)²/∂b."""
+        diff = ctx.saved["diff"]
+        slope = 2 * diff * _per_position(grad, ctx.reduction, diff.size)
+        return (slope if ctx.needs_grad[0] else None, -slope if ctx.needs_grad[1] else None)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["causal_keep", "combine_keep", "mask_scores_in_place", "masked_logits"]
+
 
 def masked_logits(xp: Any, x: Any, keep: Any, bias: Any) -> Any:
     """z = x + bias, with −inf where keep is False (either may be None; `x` is never written)."""

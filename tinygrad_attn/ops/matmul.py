@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Linear", "MatMul"]
 
 
 @register

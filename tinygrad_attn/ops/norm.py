@@ -1,12 +1,20 @@
-"""Layer normalisation over the last axis, as one op with a fused backward."""
+"""Layer normalisation over the last axis, as one op with a fused backward.
+
+A float16 input is normalised in float32 (mean and variance accumulated there) and the result cast
+back to float16, as PyTorch does.
+"""
 
 from __future__ import annotations
 
 import math
 
-from . import register
-from .base import Case, Op
+import numpy as np
+
+from .base import Case, Op, cast_back, single_for_half
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["LayerNorm"]
 
 
 @register
@@ -27,13 +35,16 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):
+        if x.dtype == np.float16:       # statistics in float32 (a float16 Σx overflows at 65504)
+            return cast_back(LayerNorm.forward(ctx, *single_for_half(x, weight, bias), eps=eps), x.dtype)
         # Two fresh arrays of x's shape in all (x − μ, which becomes x̂ in place; its square,
         # whose buffer then holds y), instead of one per arithmetic step.
         xp = ctx.xp
         ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
-        x_hat = x - rowsum(xp, x) * ctx.inv_n
+        n = x.shape[-1] or math.nan         # divided by n, not times 1/n: a constant row gives x̂ = 0
+        x_hat = x - rowsum(xp, x) / n
         y = xp.multiply(x_hat, x_hat, out=xp.empty_like(x_hat))
-        variance = rowsum(xp, y) * ctx.inv_n
+        variance = rowsum(xp, y) / n
         rstd = 1 / xp.sqrt(variance + eps)
         x_hat *= rstd
         ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)

@@ -1,4 +1,9 @@
-"""Reductions over an axis, a tuple of axes, or everything: sum, mean, max, var.
+"""Reductions over an axis, a tuple of axes, or everything: sum, mean, max, min, var, prod,
+logsumexp; and cumsum, the running sum along one axis.
+
+A float16 input is reduced in float32 and the result cast back to float16 (as PyTorch
+accumulates): a float16 sum of a thousand 100s is 10⁵, past float16's largest number 65504, so a
+mean or variance accumulated in float16 would be inf.
 
 ``axis`` reaches forward already normalised by the Tensor method: ``None`` or a tuple of
 non-negative ints. Each backward first puts the reduced axes back (size 1) so that the gradient
@@ -9,8 +14,12 @@ from __future__ import annotations
 
 import math
 
-from . import register
-from .base import Case, Op
+import numpy as np
+
+from .base import Case, Op, cast_back, single_for_half
+from .registry import register
+
+__all__ = ["CumSum", "LogSumExp", "Max", "Mean", "Min", "Prod", "Sum", "Var"]
 
 _AXIS_CASES = (Case((3, 4), params={"axis": None, "keepdims": False}),
                Case((3, 4), params={"axis": (1,), "keepdims": False}),
@@ -37,23 +46,26 @@ def _count(shape, axis):
     return math.prod(shape) if axis is None else math.prod(shape[i] for i in axis)
 
 
-def _mean(x, axis, keepdims):
-    """Σ x / n; over an empty axis NaN without NumPy's "Mean of empty slice" warning, as PyTorch."""
-    return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(_count(x.shape, axis))
+def _mean(x, axis, keepdims, correction=0):
+    """Σ x / (n − correction); over an empty axis NaN without NumPy's "Mean of empty slice"
+    warning, as PyTorch."""
+    return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(_count(x.shape, axis) - correction)
 
 
 @register
 class Sum(Op):
-    """y = Σ x over `axis`."""
+    """y = Σ x over `axis`, accumulated and returned in `dtype` when one is given."""
 
     name = "sum"
     formula = {"x": "dx = broadcast(dy)"}
-    cases = _AXIS_CASES
+    cases = _AXIS_CASES + (Case((3, 4), params={"axis": (1,), "keepdims": False, "dtype": np.float64}),)
 
     @staticmethod
-    def forward(ctx, x, *, axis, keepdims):
+    def forward(ctx, x, *, axis, keepdims, dtype=None):
         ctx.in_shape = x.shape
-        return x.sum(axis=axis, keepdims=keepdims)
+        if dtype is not None:
+            return x.sum(axis=axis, keepdims=keepdims, dtype=dtype)
+        return cast_back(single_for_half(x)[0].sum(axis=axis, keepdims=keepdims), x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -72,7 +84,7 @@ class Mean(Op):
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         ctx.in_shape = x.shape
-        return _mean(x, axis, keepdims)
+        return cast_back(_mean(single_for_half(x)[0], axis, keepdims), x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -113,27 +125,153 @@ class Max(Op):
 
 @register
 class Var(Op):
-    """y = (1/n) Σ (x − μ)², the population variance (ddof 0) over `axis`."""
+    """y = Σ (x − μ)² / (n − correction) over `axis`: correction 0 is the population variance,
+    1 the unbiased sample variance."""
 
     name = "var"
-    formula = {"x": "dx = dy ⊙ 2(x − μ) / n"}
+    formula = {"x": "dx = dy ⊙ 2(x − μ) / (n − correction)"}
     residuals = {"centered": "x − mean"}
-    cases = _AXIS_CASES + (Case((5,), params={"axis": (0,), "keepdims": False}),)
+    cases = _AXIS_CASES + (Case((5,), params={"axis": (0,), "keepdims": False}),
+                           Case((3, 4), params={"axis": (1,), "keepdims": True, "correction": 1}))
+
+    @staticmethod
+    def forward(ctx, x, *, axis, keepdims, correction=0):
+        ctx.in_shape = x.shape
+        ctx.divisor = _count(x.shape, axis) - correction
+        wide = single_for_half(x)[0]
+        centered = wide - _mean(wide, axis, keepdims=True)
+        ctx.save(centered=centered)
+        return cast_back(_mean(centered * centered, axis, keepdims, correction), x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂y/∂xᵢ = 2(xᵢ − μ)/(n − correction); the path through μ adds a multiple of
+        Σⱼ(xⱼ − μ) = 0."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        # n − correction ≤ 0 (an empty axis, or correction ≥ n): no finite slope; the input has
+        # no element, or its gradient is inf/NaN as the forward's value (as PyTorch).
+        scale = 2 / ctx.divisor if ctx.divisor > 0 else float("inf")
+        return (_keep_axes(ctx, grad) * ctx.saved["centered"] * scale,)
+
+
+@register
+class Min(Op):
+    """y = min x over `axis`.
+
+    At ties the gradient is split equally among the tied minima, as for ``max``.
+    """
+
+    name = "min"
+    formula = {"x": "dx = dy ⊙ [x = y] / #ties"}
+    residuals = {"is_min": "where x equals the min"}
+    cases = _AXIS_CASES
 
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         ctx.in_shape = x.shape
-        centered = x - _mean(x, axis, keepdims=True)
-        ctx.save(centered=centered)
-        return _mean(centered * centered, axis, keepdims)
+        y = x.min(axis=axis, keepdims=True)
+        ctx.save(is_min=x == y)
+        return y if keepdims else y.squeeze(axis=axis)
 
     @staticmethod
     def backward(ctx, grad):
-        """∂y/∂xᵢ = 2(xᵢ − μ)/n; the path through μ adds −(2/n²)Σⱼ(xⱼ − μ) = 0."""
+        """dx = dy where x is the minimum, 0 elsewhere; k tied minima share dy as dy/k each."""
         if not ctx.needs_grad[0]:
             return (None,)
-        # n = 0 (an empty axis): the input has no element, so the 0-size gradient is what counts,
-        # and max(n, 1) only avoids dividing by zero on the way to it.
-        n = _count(ctx.in_shape, ctx.axis)
-        return (_keep_axes(ctx, grad) * ctx.saved["centered"] * (2 / max(n, 1)),)
+        is_min = ctx.saved["is_min"]
+        return (_keep_axes(ctx, grad) * is_min / is_min.sum(axis=ctx.axis, keepdims=True),)
+
+
+@register
+class Prod(Op):
+    """y = Π x over `axis`."""
+
+    name = "prod"
+    formula = {"x": "dx = dy ⊙ Π_{j≠i} x_j  (the product of the others)"}
+    residuals = {"x": "x (the input)"}
+    cases = _AXIS_CASES
+
+    @staticmethod
+    def forward(ctx, x, *, axis, keepdims):
+        ctx.in_shape = x.shape
+        ctx.save(x=x)
+        return x.prod(axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂(Π x)/∂xᵢ = Π_{j≠i} xⱼ, taken as the product of the elements before i times the
+        product of those after it (running products from both ends), not as y/xᵢ, which is 0/0
+        when xᵢ = 0."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        return (_keep_axes(ctx, grad) * _product_of_others(ctx.xp, ctx.saved["x"], ctx.axis),)
+
+
+def _product_of_others(xp, x, axis):
+    """For each element, the product of the other elements of its reduction."""
+    axes = tuple(range(x.ndim)) if axis is None else axis
+    kept = [i for i in range(x.ndim) if i not in axes]
+    order = kept + list(axes)
+    moved = x.transpose(order)
+    n = _count(moved.shape, tuple(range(len(kept), x.ndim)))
+    if n == 0:
+        return xp.zeros_like(x)
+    rows = moved.reshape(moved.shape[:len(kept)] + (n,))
+    ones = xp.ones(rows.shape[:-1] + (1,), dtype=x.dtype)
+    before = xp.cumprod(xp.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([rows[..., 1:], ones], axis=-1), axis=-1),
+                               axis=-1), axis=-1)
+    inverse = sorted(range(x.ndim), key=order.__getitem__)
+    return (before * after).reshape(moved.shape).transpose(inverse)
+
+
+@register
+class LogSumExp(Op):
+    """y = m + log Σ e^(x − m) over `axis`, m = max x: log Σ eˣ without overflow."""
+
+    name = "logsumexp"
+    formula = {"x": "dx = dy ⊙ softmax(x)"}
+    residuals = {"probs": "softmax(x) over the reduced axes"}
+    cases = _AXIS_CASES
+
+    @staticmethod
+    def forward(ctx, x, *, axis, keepdims):
+        xp = ctx.xp
+        ctx.in_shape = x.shape
+        wide = single_for_half(x)[0]
+        m = wide.max(axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.asarray(0, dtype=m.dtype))  # a row of −inf: m = 0
+        e = xp.exp(wide - m)
+        s = e.sum(axis=axis, keepdims=True)
+        ctx.save(probs=e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
+        y = m + xp.log(s)
+        return cast_back(y if keepdims else y.squeeze(axis=axis), x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """∂/∂xᵢ log Σⱼ e^(xⱼ) = e^(xᵢ)/Σⱼ e^(xⱼ) = softmax(x)ᵢ (0 across a row of −inf)."""
+        return (_keep_axes(ctx, grad) * ctx.saved["probs"] if ctx.needs_grad[0] else None,)
+
+
+@register
+class CumSum(Op):
+    """yᵢ = Σ_{j ≤ i} xⱼ along `axis` (the running sum)."""
+
+    name = "cumsum"
+    formula = {"x": "dx = reverse running sum of dy: dxⱼ = Σ_{i ≥ j} dyᵢ"}
+    cases = (Case((5,), params={"axis": 0}), Case((3, 4), params={"axis": 1}),
+             Case((3, 4), params={"axis": 0}))
+
+    @staticmethod
+    def forward(ctx, x, *, axis):
+        return cast_back(ctx.xp.cumsum(single_for_half(x)[0], axis=axis), x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """xⱼ appears in every yᵢ with i ≥ j, so dxⱼ = Σ_{i ≥ j} dyᵢ: a running sum from the end."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        xp = ctx.xp
+        return (xp.flip(xp.cumsum(xp.flip(grad, axis=ctx.axis), axis=ctx.axis), axis=ctx.axis),)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["rowsum"]
+
 
 def rowsum(xp: Any, x: Any) -> Any:
     """Σⱼ x[..., j], shaped (..., 1).

@@ -10,8 +10,10 @@ from itertools import accumulate
 
 import numpy as np
 
-from . import register
 from .base import Case, Op
+from .registry import register
+
+__all__ = ["Concat", "GetItem", "MaskedFill", "Reshape", "Split", "Stack", "Transpose", "Where"]
 
 
 @register

@@ -2,17 +2,21 @@
 
 The masking rule is the one attention uses (``masking.py``): a boolean ``keep`` marks the
 positions that take part (True), a float ``bias`` is added to the logits. Masked positions get
-probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
+probability 0 and gradient 0; a fully masked row outputs zeros, never NaN. A float16 input is
+computed in float32 and the result cast back to float16, as PyTorch accumulates.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import register
-from .base import Case, Op
+from .base import Case, Op, cast_back, single_for_half
 from .masking import masked_logits
+from .registry import register
 from .rowsum import rowsum
+
+__all__ = ["LogSoftmax", "Softmax", "softmax_parts"]
+
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 _ROW_MASKED = np.array([[True, False, True, True], [False, False, False, False],
@@ -67,6 +71,9 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
+        if x.dtype == np.float16:       # the denominator Σ exp accumulated in float32
+            return cast_back(Softmax.forward(ctx, *single_for_half(x), keep, *single_for_half(bias),
+                                             axis=axis), x.dtype)
         z = masked_logits(ctx.xp, x, keep, bias)
         y, _, _ = softmax_parts(ctx.xp, z, axis, overwrite=z is not x)
         ctx.save(y=y)
@@ -96,6 +103,9 @@ class LogSoftmax(Op):
 
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
+        if x.dtype == np.float16:       # the denominator Σ exp accumulated in float32
+            return cast_back(LogSoftmax.forward(ctx, *single_for_half(x), keep, *single_for_half(bias),
+                                                axis=axis), x.dtype)
         xp = ctx.xp
         z = masked_logits(xp, x, keep, bias)
         probs, m, s = softmax_parts(xp, z, axis)

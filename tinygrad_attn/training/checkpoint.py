@@ -29,6 +29,9 @@ import numpy as np
 
 from ..errors import CheckpointError
 
+__all__ = ["FORMAT", "load", "save"]
+
+
 FORMAT = "tinygrad_attn-checkpoint-1"
 _META = "__meta__"
 

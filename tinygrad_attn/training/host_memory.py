@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import ctypes
 
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
+
+
 _M_TRIM_THRESHOLD = -1      # mallopt's parameter numbers, from glibc's <malloc.h>
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 * 2**20     # blocks below this come from the heap (glibc's largest allowed value)

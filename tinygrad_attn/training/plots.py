@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["attention_grid", "loss_curve"]
+
 
 def _pyplot():
     import matplotlib

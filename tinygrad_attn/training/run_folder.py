@@ -22,6 +22,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+__all__ = ["LOCK", "RUN_FILES", "RunFolder", "RunFolderError"]
+
+
 RUN_FILES = ("checkpoint.npz", "metrics.json", "loss.png", "attention.png")
 LOCK = "lock"
 

@@ -25,6 +25,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+__all__ = ["ADD_DIGITS", "Add", "Copy", "IGNORE", "LIST_LEN", "Reverse", "Sort", "TASKS", "Task", "VOCAB",
+           "decode", "get_task", "is_held_out"]
+
+
 VOCAB = tuple("0123456789") + ("+", "=", "|", ".", "_")
 PLUS, EQUALS, SEP, END, PAD = range(10, 15)
 IGNORE = -100

@@ -16,8 +16,13 @@ import numpy as np
 from .. import functional as F
 from ..creation import manual_seed
 from ..engine import no_grad
+from ..guards.labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
+
+__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "mha", "mlp",
+           "model"]
+
 
 WORDS = ("the", "cat", "sat", ".")
 
@@ -57,12 +62,12 @@ class AttentionHead(Module):
         self.head = Linear(d_head, vocab_size)
 
     def forward(self, ids: np.ndarray) -> Tensor:
-        x = _named(self.embed(ids), "X")                                # (T, D)
-        q = _named(self.q_proj(x), "Q")                                 # (T, Dh)
-        k = _named(self.k_proj(x), "K")                                 # (T, Dh)
-        v = _named(self.v_proj(x), "V")                                 # (T, Dh)
-        out = _named(F.scaled_dot_product_attention(q, k, v, is_causal=True, fused=self.fused), "O")
-        return _named(self.head(out), "logits")                         # (T, V)
+        x = named(self.embed(ids), "X")                                # (T, D)
+        q = named(self.q_proj(x), "Q")                                 # (T, Dh)
+        k = named(self.k_proj(x), "K")                                 # (T, Dh)
+        v = named(self.v_proj(x), "V")                                 # (T, Dh)
+        out = named(F.scaled_dot_product_attention(q, k, v, is_causal=True, fused=self.fused), "O")
+        return named(self.head(out), "logits")                         # (T, V)
 
 
 class TwoLayerMLP(Module):
@@ -73,12 +78,7 @@ class TwoLayerMLP(Module):
         self.fc2 = Linear(d_hidden, d_out)
 
     def forward(self, x: Tensor) -> Tensor:
-        return _named(self.fc2(_named(self.fc1(x).relu(), "hidden")), "logits")
-
-
-def _named(t: Tensor, name: str) -> Tensor:
-    t.name = name
-    return t
+        return named(self.fc2(named(self.fc1(x).relu(), "hidden")), "logits")
 
 
 def _matrix(values: np.ndarray, rows: list[str], columns: list[str]) -> str:
@@ -110,7 +110,7 @@ def head(fused: bool = True) -> Example:
         _matrix(probs, list(tokens), list(WORDS)),
         "loss = mean over positions of −log p(target) = ("
         + " ".join(f"−log {probs[i, t]:.3f}" for i, t in enumerate(targets)) + ") / 3"])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro)
 
 
 def mlp(fused: bool = True) -> Example:
@@ -126,7 +126,7 @@ def mlp(fused: bool = True) -> Example:
         f"targets  classes {targets.tolist()}",
         "predicted probabilities, value of softmax(logits):",
         _matrix(_probabilities(logits), rows, ["class 0", "class 1"])])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), model, None, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, None, intro)
 
 
 def mha(fused: bool = True) -> Example:
@@ -136,7 +136,7 @@ def mha(fused: bool = True) -> Example:
     out = model(Tensor(np.random.default_rng(0).standard_normal((1, 3, 8)).astype(np.float32)))
     intro = ("input: 3 positions of 8 random features (batch 1); self-attention with 2 heads of "
              "width 4, no mask;\nloss = mean of the squared outputs (a stand-in for a real loss)")
-    return Example(_named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
+    return Example(named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
 
 
 def block(fused: bool = True) -> Example:
@@ -147,7 +147,7 @@ def block(fused: bool = True) -> Example:
     out = model(x, is_causal=True)
     intro = ("input: 3 positions of 8 random features (batch 1); one causal pre-norm block "
              "(2 heads, MLP width 16);\nloss = mean of the squared outputs (a stand-in for a real loss)")
-    return Example(_named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
+    return Example(named((out * out).mean(), "loss"), model, ("x0", "x1", "x2"), intro)
 
 
 def model(fused: bool = True) -> Example:
@@ -162,7 +162,7 @@ def model(fused: bool = True) -> Example:
         f"targets  {' '.join(str(t) for t in targets[0])}   (the next token after each position)",
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: token id):",
         _matrix(_probabilities(logits), list(tokens), [str(i) for i in range(6)])])
-    return Example(_named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
 
 
 DEMOS: dict[str, Callable[..., Example]] = {

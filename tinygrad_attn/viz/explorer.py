@@ -25,8 +25,14 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..tensor import Tensor
-from . import graph as viz
+from .collected import CollectedGraph, ancestors, collect
+from .dot import emit
+from .image import layout
 from .stepper import Step, axis_labels, backprop_steps
+
+__all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "graph_svg",
+           "graph_views", "step_json"]
+
 
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
 
@@ -62,11 +68,11 @@ def step_json(step: Step) -> dict[str, Any]:
         "notes": list(step.notes)}
 
 
-def foldable_modules(graph: viz.CollectedGraph) -> list[str]:
+def foldable_modules(graph: CollectedGraph) -> list[str]:
     """The modules the explorer folds: every module, but the root, that holds other modules
     (a transformer block, its attention and MLP); modules of single layers stay open."""
     return sorted(path for path in graph.modules
-                  if path and any(path in viz.ancestors(inner)[1:] for inner in graph.modules))
+                  if path and any(path in ancestors(inner)[1:] for inner in graph.modules))
 
 
 def graph_views(loss: Tensor, tokens: tuple[str, ...] | None) -> list[dict[str, Any]]:
@@ -74,20 +80,20 @@ def graph_views(loss: Tensor, tokens: tuple[str, ...] | None) -> list[dict[str, 
     foldable modules folded (key ""), and for each foldable module the picture with it and the
     modules around it open (key: its path), the others folded. Each view says which node draws
     each step (its op, or the folded module around it) and which module each folded box opens."""
-    foldable = foldable_modules(viz.collect(loss, tokens=tokens))
+    foldable = foldable_modules(collect(loss, tokens=tokens))
     views = []
     for key in ["", *foldable]:
-        opened = [path for path in viz.ancestors(key) if path in foldable][::-1]
-        graph = viz.collect(loss, tokens=tokens, collapse=[p for p in foldable if p not in opened] or None)
+        opened = [path for path in ancestors(key) if path in foldable][::-1]
+        graph = collect(loss, tokens=tokens, collapse=[p for p in foldable if p not in opened] or None)
         folds = {node.id: node.folded for node in graph.nodes if node.kind == "fold"}
         views.append({"key": key, "open": opened, "folds": folds, "stepNodes": graph.step_nodes,
-                      "svg": graph_svg(viz.emit(graph).source)})
+                      "svg": graph_svg(emit(graph).source)})
     return views
 
 
 def graph_svg(dot_source: str) -> str:
     """The laid-out graph as an inline <svg> element: no XML prolog, DOCTYPE or namespace URLs."""
-    svg = viz.layout(dot_source, "svg").decode()
+    svg = layout(dot_source, "svg").decode()
     svg = svg[svg.index("<svg"):]
     return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
 

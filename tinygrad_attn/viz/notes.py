@@ -16,6 +16,9 @@ from .. import engine
 from ..backend import to_numpy
 from ..guards.labels import scope_name, tensor_label
 
+__all__ = ["Notes", "TINY", "attention_zeros", "is_parameter"]
+
+
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
 
 

@@ -12,6 +12,9 @@ import functools
 import json
 from typing import Any
 
+__all__ = ["FONT", "paint_layout"]
+
+
 FONT = "DejaVu Sans"
 _ALIGN = {"l": "left", "c": "center", "r": "right"}
 

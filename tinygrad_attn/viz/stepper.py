@@ -22,6 +22,10 @@ from ..guards.labels import scope_name, tensor_label
 from ..tensor import Tensor, seed_gradient
 from .notes import Notes, is_parameter
 
+__all__ = ["ATTENTION_MATRICES", "Inside", "Step", "WHOLE", "axis_labels", "backprop_steps",
+           "format_array", "format_number", "label"]
+
+
 WHOLE = 64          # arrays up to this many elements print whole
 # Tensors whose last two axes are (query, key): their columns are tokens too.
 ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS")

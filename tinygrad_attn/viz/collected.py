@@ -1,31 +1,19 @@
-"""The computation graph as a picture: ``draw_graph`` builds a graphviz.Digraph, ``render``
-writes it as SVG or PNG.
+"""The computation graph as data: ``collect`` walks the graph that made a tensor into a
+``CollectedGraph`` (nodes with their labels and module cluster, edges, the backward steps each node
+draws), which ``dot.emit`` writes as DOT and the graph command and the explorer read.
 
 Tensors are records (name | shape dtype | values, or norms when large, of value and gradient),
-ops are ellipses with the backward step number that ``tinygrad-attn step`` shows and their
-backward formula; parameters are blue, constants grey and dashed, and a legend says so. Nodes
-made inside a module sit in a cluster per module, nested by dotted path; ``collapse=`` folds
-chosen modules into one node each and ``expand=`` folds all but one. Node ids follow the
-topological order (t0, t1, …), so the DOT source of a graph is the same on every run.
-
-Drawing runs in three steps: ``collect`` walks the graph into a ``CollectedGraph`` (nodes with
-their labels and module cluster, edges, the steps each node draws), ``emit`` writes it as DOT
-(``draw_graph`` is the two together), and ``layout`` has Graphviz place it. The graph command and
-the explorer read counts and node ids from the collected graph, never from DOT text. Module
-paths are split in one place, ``ancestors``. Building DOT source needs only the graphviz Python
-package; layout runs the system ``dot`` when it is on PATH, else the ``graphviz-pure`` program
-installed by pip, and PNGs are painted by matplotlib (``viz_png``) so that math glyphs such as
-⊙ show.
+ops carry the backward step number that ``tinygrad-attn step`` shows and their backward formula;
+parameters are blue, constants grey and dashed. Nodes made inside a module sit in a cluster per
+module, nested by dotted path; ``collapse=`` folds chosen modules into one node each and
+``expand=`` folds all but one. Node ids follow the topological order (t0, t1, …), so the drawing
+of a graph is the same on every run. Module paths are split in one place, ``ancestors``.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +22,8 @@ from .. import engine
 from ..backend import to_numpy
 from ..guards.labels import tensor_label
 from ..tensor import Tensor
-from . import png as viz_png
+
+__all__ = ["CollectedGraph", "DrawnNode", "ancestors", "collect"]
 
 SMALL = 12          # tensors with at most this many entries show their values, larger ones norms
 FORMULA_WIDTH = 36  # characters per line of an op's formula
@@ -112,22 +101,6 @@ def _expanded_paths(modules: dict[str, Any], expand: str | None) -> list[str]:
         raise ValueError(f"draw_graph: expand= takes the dotted path of one module in this graph; "
                          f"got {expand!r}, the graph has modules {sorted(modules)}")
     return [p for p in modules if p not in ancestors(expand) and expand not in ancestors(p)]
-
-
-LEGEND = (
-    ("legend_param", {"label": "{parameter (blue)|value and grad}", "shape": "record",
-                      "style": "filled", "fillcolor": "lightblue"}),
-    ("legend_tensor", {"label": "{tensor made by an op (white)|value and grad}", "shape": "record"}),
-    ("legend_const", {"label": "{constant input (grey)|no gradient}", "shape": "record",
-                      "style": "filled,dashed", "fillcolor": "gray92"}),
-    ("legend_op", {"label": "step N · op\\nits backward formula", "shape": "ellipse", "style": "filled",
-                   "fillcolor": "lightyellow"}),
-    ("legend_fold", {"label": "module drawn folded\\n(--collapse, --expand)", "shape": "box3d",
-                     "style": "filled", "fillcolor": "lavender"}),
-    ("legend_edges", {"label": "arrows: the forward pass.\\nBackward runs against them,\\nstep 0 "
-                      "(at the loss) first.\\nvalue = forward result, grad =\\nd loss / d tensor.\\n"
-                      "‖·‖: norm of a large tensor.", "shape": "plaintext"}),
-)
 
 
 @dataclass(frozen=True)
@@ -272,112 +245,3 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
                 for node in nodes.values() if node.cluster}
     return CollectedGraph(tuple(nodes.values()), tuple(dict.fromkeys(edges)), clusters,
                           {path: type(module).__name__ for path, module in modules.items()})
-
-
-def emit(graph: CollectedGraph, legend: bool = True):
-    """The graphviz.Digraph of a collected graph: clusters nested by module path, then the legend."""
-    import graphviz
-
-    digraph = graphviz.Digraph("backprop", graph_attr={"rankdir": "TB", "fontname": "Helvetica"},
-                               node_attr={"fontname": "Helvetica", "fontsize": "10"})
-    clusters = {path: graphviz.Digraph(name=f"cluster_{path}", graph_attr={
-        "label": label, "style": "rounded", "color": "gray60"}) for path, label in graph.clusters.items()}
-    for node in graph.nodes:
-        clusters.get(node.cluster, digraph).node(node.id, **node.attrs)
-    for path in sorted(clusters, key=lambda p: -p.count(".")):
-        clusters.get(graph.enclosing_cluster(path), digraph).subgraph(clusters[path])
-    if legend:
-        key = graphviz.Digraph(name="cluster_legend", graph_attr={"label": "legend", "color": "gray60"})
-        for node_id, attrs in LEGEND:
-            key.node(node_id, **attrs)
-        for (upper, _), (lower, _) in zip(LEGEND, LEGEND[1:]):
-            key.edge(upper, lower, style="invis")
-        digraph.subgraph(key)
-    for edge in graph.edges:
-        digraph.edge(*edge)
-    return digraph
-
-
-def draw_graph(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: str | None = None,
-               tokens: tuple[str, ...] | None = None, legend: bool = True):
-    """A graphviz.Digraph of the graph that made `t` (not rendered): ``emit(collect(...))``.
-
-    Args:
-        t: the output (often the loss) whose graph to draw.
-        show_grads: add each tensor's gradient (from the latest backward; non-leaf gradients are
-            kept on the graph's nodes): its entries when small, else its norm.
-        collapse: module classes and/or dotted module paths to draw as single nodes, e.g.
-            ``nn.MultiHeadAttention`` or ``["blocks.0", "blocks.1"]``.
-        expand: the dotted path of one module to draw in full, with every other module folded
-            (its enclosing modules stay open so that it can be seen).
-        tokens: the label of each sequence position (an ``Example``'s tokens): rows of small
-            tensors with one row per position are labelled with them.
-        legend: add a legend cluster explaining colours, shapes and arrows.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> x = ta.Tensor([1.0, 2.0], requires_grad=True)
-        >>> g = draw_graph((x * x).sum())
-        >>> "mul" in g.source and "sum" in g.source
-        True
-    """
-    return emit(collect(t, show_grads, collapse, expand, tokens), legend)
-
-
-def dot_program() -> str:
-    """The Graphviz layout program: the system ``dot``, else pip's ``graphviz-pure``."""
-    for candidate in (shutil.which("dot"), shutil.which("graphviz-pure"),
-                      str(Path(sys.executable).parent / "graphviz-pure")):
-        if candidate and Path(candidate).exists():
-            return candidate
-    raise FileNotFoundError("no Graphviz program found: install graphviz-pure (pip install "
-                            "graphviz-pure) or Graphviz's dot")
-
-
-def layout(source: str, fmt: str) -> bytes:
-    """Run the Graphviz program on DOT `source` and return its `fmt` output (svg, json)."""
-    result = subprocess.run([dot_program(), f"-T{fmt}"], input=source.encode(), capture_output=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"render: {dot_program()} failed: {result.stderr.decode(errors='replace')}")
-    return result.stdout
-
-
-def source_to_image(source: str, fmt: str) -> bytes:
-    """The SVG or PNG bytes of DOT `source`; PNGs are painted by matplotlib from the layout."""
-    return viz_png.paint_layout(layout(source, "json")) if fmt == "png" else layout(source, "svg")
-
-
-def render(t: Tensor, path: str | Path, **kwargs: Any) -> Path:
-    """Draw the graph of `t` and write it to `path` as SVG or PNG (by its extension), creating
-    missing parent folders.
-
-    Keyword arguments go to ``draw_graph`` (``show_grads``, ``collapse``, ``expand``, ``tokens``).
-
-    Raises:
-        ValueError: the extension is not .svg or .png, or `path` cannot be written (a file where
-            a folder should be, no permission), with the reason.
-    """
-    return write_image(draw_graph(t, **kwargs).source, path)
-
-
-def write_image(source: str, path: str | Path) -> Path:
-    """Lay out DOT `source` and write it to `path` as SVG or PNG (by the extension), creating
-    missing parent folders.
-
-    Raises:
-        ValueError: as ``render``.
-    """
-    path = Path(path)
-    fmt = path.suffix.lstrip(".").lower()
-    if fmt not in ("svg", "png"):
-        raise ValueError(f"render: path must end in .svg or .png, got {path.name!r}")
-    image = source_to_image(source, fmt)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(image)
-    except OSError as error:
-        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        reason = f"{str(blocker)!r} is a file, not a folder" if blocker else error.strerror or str(error)
-        raise ValueError(f"render: cannot write {str(path)!r}: {reason}") from error
-    return path
-

@@ -1,0 +1,24 @@
+"""``REGISTRY`` and ``@register``: every differentiable op registers here once, by its name."""
+
+from __future__ import annotations
+
+from .base import Op
+
+__all__ = ["REGISTRY", "register"]
+
+REGISTRY: dict[str, type[Op]] = {}
+
+
+def register(op: type[Op]) -> type[Op]:
+    """Class decorator: add `op` to REGISTRY after checking its formula names its forward's inputs
+    and it carries at least one gradcheck case."""
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} is registered twice")
+    inputs = op.input_names()
+    if tuple(op.formula) != inputs:
+        raise ValueError(f"op {op.name!r}: formula must have one entry per forward input {inputs}, "
+                         f"in order; it has {tuple(op.formula)}")
+    if not op.formula_lines() or not op.cases:
+        raise ValueError(f"op {op.name!r} needs a formula for at least one input and a gradcheck case")
+    REGISTRY[op.name] = op
+    return op
