@@ -1,20 +1,31 @@
-"""Gradcheck every registered op on every one of its cases and print the worst errors.
+"""Checking gradients: gradcheck every registered op, and choose the step ε by experiment.
 
-Inputs are built as the test suite builds them (float64, the same seeded generator). Elements
-whose true gradient is about 0 make a relative error meaningless, so the report gives the worst
-absolute error and the worst relative error among elements with |numeric| ≥ 1e-3.
-Run: python examples/02_gradcheck_report.py
+Without arguments: every registered op on every one of its cases, with inputs built as the test
+suite builds them (float64, the same seeded generator). Elements whose true gradient is about 0
+make a relative error meaningless, so the report gives the worst absolute error and the worst
+relative error among elements with |numeric| ≥ 1e-3.
+
+With --epsilon: the error of central differences against the exact gradient of ⟨v, softmax(x)⟩
+(5 logits, a random cotangent v) for ε = 1e-1 … 1e-12, in float64 and in float32. Large ε errs by
+truncation (∝ ε²), small ε by round-off (∝ u / ε, u the unit round-off); --plot PATH draws it
+(docs/img/gradcheck_epsilon.png is made by --epsilon --plot docs/img/gradcheck_epsilon.png).
+Run: python examples/02_gradcheck_report.py [--epsilon [--plot PATH]]
 """
+
+import argparse
 
 import numpy as np
 
 import tinygrad_attn as ta
+from tinygrad_attn import functional as F
 from tinygrad_attn.gradcheck import case_inputs, gradient_pairs
 from tinygrad_attn.ops import REGISTRY
 from tinygrad_attn.tensor import apply
 
+EPSILONS = [10.0 ** -k for k in range(1, 13)]
 
-def main() -> None:
+
+def report() -> None:
     rng = np.random.default_rng(1234)
     worst_abs = worst_rel = 0.0
     n_cases = 0
@@ -36,6 +47,69 @@ def main() -> None:
         print(f"{name:30s} {len(op.cases):5d} {op_abs:12.2e} {op_rel:12.2e}")
     print(f"\n{len(REGISTRY)} ops, {n_cases} cases; worst abs error {worst_abs:.2e}, "
           f"worst relative error {worst_rel:.2e}")
+
+
+def epsilon_errors(dtype: type) -> list[float]:
+    """Max |numeric − exact| over the 5 elements of x, for each ε, with f evaluated in `dtype`."""
+    rng = np.random.default_rng(0)
+    x, v = rng.standard_normal(5), rng.standard_normal(5)
+    t = ta.Tensor(x, requires_grad=True, dtype=np.float64)
+    (F.softmax(t) * ta.Tensor(v, dtype=np.float64)).sum().backward()
+    exact = t.grad
+
+    def f(point: np.ndarray) -> float:
+        return float((F.softmax(ta.Tensor(point.astype(dtype), dtype=dtype)).data * v.astype(dtype)).sum())
+
+    errors = []
+    for eps in EPSILONS:
+        step = np.eye(5) * eps
+        numeric = np.array([(f(x + step[i]) - f(x - step[i])) / (2 * eps) for i in range(5)])
+        errors.append(float(np.abs(numeric - exact).max()))
+    return errors
+
+
+def epsilon_experiment(plot: str | None) -> None:
+    errors = {"float64": epsilon_errors(np.float64), "float32": epsilon_errors(np.float32)}
+    print("max |numeric − exact| of d⟨v, softmax(x)⟩/dx, 5 logits, central differences")
+    print(f"{'ε':>8} {'float64':>10} {'float32':>10}")
+    for i, eps in enumerate(EPSILONS):
+        print(f"{eps:8.0e} {errors['float64'][i]:10.1e} {errors['float32'][i]:10.1e}")
+    for name, errs in errors.items():
+        best = int(np.argmin(errs))
+        print(f"{name}: smallest error {errs[best]:.1e} at ε = {EPSILONS[best]:.0e}")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for name, errs in errors.items():
+            ax.loglog(EPSILONS, errs, "o-", label=f"f computed in {name}")
+        eps = np.array(EPSILONS)
+        large, small = eps[eps >= 1e-6], eps[eps <= 1e-4]
+        ax.loglog(large, 1.2e-2 * large ** 2, "k:", lw=1, label="truncation ∝ ε²")
+        ax.loglog(small, 2e-16 / small, "k--", lw=1, label="float64 round-off ∝ u / ε")
+        ax.axvline(1e-6, color="grey", lw=0.8)
+        ax.text(8e-7, 3e-14, "ta.gradcheck's ε = 1e-6", fontsize=8, color="grey")
+        ax.set_ylim(1e-14, 1)
+        ax.set_xlabel("ε (step of the central difference)")
+        ax.set_ylabel("max |numeric − exact gradient|")
+        ax.set_title("Choosing ε: central differences on softmax")
+        ax.invert_xaxis()
+        ax.legend(fontsize=8, loc="lower left")
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+        print(f"wrote {plot}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--epsilon", action="store_true", help="the ε experiment instead of the op report")
+    parser.add_argument("--plot", help="with --epsilon: write the plot to this PNG file")
+    args = parser.parse_args()
+    epsilon_experiment(args.plot) if args.epsilon else report()
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ For each length n, one head (batch 1, d_head 64, float32) runs forward and backw
 each kernel `--repeats` times after one warm-up pass; the time is the median of the repeats
 (time.perf_counter) and the peak memory is what tracemalloc sees NumPy allocate during one
 forward + backward, above what was allocated before it. The two kernels alternate, so machine
-noise hits both. The last line checks the targets at the largest n: flash's peak memory at most
-1/8 of the plain kernel's, its time at most 1.5 times.
+noise hits both. The last line says, at the largest n, what share of the plain kernel's memory
+and time flash takes.
 Run: python examples/bench_attention.py [--sizes 512 2048 4096] [--repeats 5] [--causal]
 """
 
@@ -75,8 +75,8 @@ def main() -> None:
         time_ratio, mem_ratio = ms["flash"] / ms["plain"], mib["flash"] / mib["plain"]
         print(f"{n:>6} {ms['plain']:>10.1f} {ms['flash']:>10.1f} {time_ratio:>10.2f} "
               f"{mib['plain']:>10.1f} {mib['flash']:>10.1f} {mem_ratio:>10.3f}")
-    verdict = "met" if mem_ratio <= 1 / 8 and time_ratio <= 1.5 else "NOT met"
-    print(f"targets at n = {n} (memory ratio <= 0.125, time ratio <= 1.5): {verdict}")
+    print(f"at n = {n}, flash attention's peak memory is {mem_ratio:.3f} of the plain kernel's "
+          f"(1/{1 / mem_ratio:.0f}) and its time {time_ratio:.2f} × the plain kernel's")
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ def test_the_fused_steps_insides_equal_the_unfused_graphs_matrices():
         ta.set_default_dtype(np.float32)
     fused_steps = list(ta.backprop_steps(fused.loss))
     attention = next(s for s in fused_steps if s.op == "scaled_dot_product_attention")
-    assert [i.symbol for i in attention.insides] == ["S", "P", "dP", "dS", "dQ", "dK", "dV"]
-    assert [i.kind for i in attention.insides] == ["value"] * 2 + ["gradient"] * 5
+    assert [i.symbol for i in attention.insides] == ["S", "P", "dP", "D", "dS", "dQ", "dK", "dV"]
+    assert [i.kind for i in attention.insides] == ["value"] * 2 + ["gradient", "value"] + ["gradient"] * 4
     insides = {i.symbol: i.array for i in attention.insides}
     assert insides["P"].shape == (1, 2, 3, 3)
     by_name = {}
@@ -76,6 +76,8 @@ def test_the_fused_steps_insides_equal_the_unfused_graphs_matrices():
     np.testing.assert_allclose(insides["P"], p_step.tensor.numpy(), rtol=0, atol=1e-6)
     np.testing.assert_allclose(insides["dP"], p_step.grad, rtol=0, atol=1e-6)
     np.testing.assert_allclose(insides["dS"], s_step.grad, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(insides["D"], (p_step.grad * p_step.tensor.numpy()).sum(-1, keepdims=True),
+                               rtol=0, atol=1e-6)              # D = rowsum(dP ⊙ P)
     causal = np.tril(np.ones((3, 3), bool))
     np.testing.assert_allclose(insides["S"][..., causal], s_step.tensor.numpy()[..., causal], atol=1e-6)
     assert np.isneginf(insides["S"][..., ~causal]).all()
@@ -143,7 +145,7 @@ def test_zero_notes_appear_where_expected_and_nowhere_else():
     parts = steps[6].parts
     assert len(parts) == 3
     np.testing.assert_allclose(sum(g for _, g in parts), steps[6].grad, rtol=1e-6)
-    np.testing.assert_array_equal(steps[2].insides[3].array[0], 0)          # dS row 'the'
+    np.testing.assert_array_equal(steps[2].insides[4].array[0], 0)          # dS row 'the'
     assert np.abs(steps[4].sent[2]).max() < 1e-6 * np.abs(steps[4].grad).max()   # k_proj.bias
 
 
@@ -151,7 +153,50 @@ def test_arrays_print_whole_with_token_labels_and_large_ones_as_a_summary():
     example = DEMOS["head"]()
     text = "\n".join(map(str, ta.backprop_steps(example.loss, tokens=example.tokens)))
     assert re.search(r"^ +the +1\.0000 +0 +0$", text, re.M)      # P's first row, labelled
-    assert "inside: dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)   [gradient dL/dS]" in text
+    assert "inside: dS = P ⊙ (dP − D)   [gradient dL/dS]" in text
+    assert "inside: D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O), one number per query   [value of D]" in text
     assert "…" not in text                                        # every array here is whole
     chain = list(ta.backprop_steps((ta.randn(10, 10, requires_grad=True).exp() * 2).sum()))
     assert "100 numbers, shape (10, 10): ‖·‖ =" in str(chain[1])
+
+
+def parse_step(text: str) -> tuple[dict[str, np.ndarray], float]:
+    """Every matrix a printed step shows, by its symbol (saved Q, K, V, O, the keep mask; dO
+    arriving; the insides S, P, dP, D, dS, dQ, dK, dV), and the scale, read from the text alone."""
+    matrices: dict[str, np.ndarray] = {}
+    symbol, rows = None, []
+    for line in text.splitlines() + [""]:
+        if line.startswith("      ") and symbol is not None:
+            rows.append(line.split()[1:])        # the row label, then the numbers
+            continue
+        if symbol is not None and rows:
+            matrices[symbol] = np.array([[float(v.replace("−", "-")) for v in row] for row in rows[1:]])
+        rows, symbol = [], None
+        found = (re.match(r"  saved: (\w+)", line) or re.match(r"  inside: (\w+) =", line)
+                 or re.match(r"  gradient arriving, dL/d\((\w+)\)", line))
+        if found:
+            symbol = {"O": "dO"}.get(found.group(1), found.group(1)) if "arriving" in line else found.group(1)
+            if line.startswith("  saved: the keep mask"):
+                symbol = "keep"
+    scale = float(re.search(r"with scale = ([\d.]+)", text).group(1))
+    return matrices, scale
+
+
+def test_every_number_of_the_attention_step_can_be_recomputed_from_its_printed_text():
+    """The issue's learner check: from the printed step alone (parsed), S, P, D and every gradient
+    follow from the printed Q, K, V, O, dO, mask and scale, within the 4 printed decimals."""
+    example = DEMOS["head"]()
+    step = next(s for s in ta.backprop_steps(example.loss, tokens=example.tokens)
+                if s.op == "scaled_dot_product_attention")
+    m, scale = parse_step(str(step))
+    q, k, v, out, d_out, keep = m["Q"], m["K"], m["V"], m["O"], m["dO"], m["keep"].astype(bool)
+    s = np.where(keep, scale * q @ k.T, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    recomputed = {"S": s, "P": p, "dP": d_out @ v.T, "D": (d_out * out).sum(axis=1, keepdims=True)}
+    recomputed["dS"] = m["P"] * (m["dP"] - m["D"])           # each from the printed matrices
+    recomputed.update(dQ=scale * m["dS"] @ k, dK=scale * m["dS"].T @ q, dV=m["P"].T @ d_out)
+    assert sorted(recomputed) == sorted(set(m) - {"Q", "K", "V", "O", "dO", "keep"})
+    for symbol, value in recomputed.items():
+        np.testing.assert_allclose(m[symbol], value, atol=1e-3, err_msg=symbol)
+    assert m["O"] == pytest.approx(m["P"] @ v, abs=1e-3)

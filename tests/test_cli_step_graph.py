@@ -12,6 +12,7 @@ from pathlib import Path
 
 import tinygrad_attn as ta
 from tinygrad_attn.commands import cli
+from tinygrad_attn.commands.keys import BACK, HELP, NEXT, QUIT, meaning, read_escape
 from tinygrad_attn.viz.examples import DEMOS
 
 PROMPT = "[q] quit >"
@@ -136,3 +137,56 @@ def test_example_draws_one_head_forward_then_backward(tmp_path):
         assert "<svg" in svg and "scaled_dot_product_attention" in svg and "q_proj.weight" in svg
     assert "‖grad‖" not in forward and "‖grad‖" in backward
     assert re.search(r"\d+ backward steps: cross_entropy linear scaled_dot_product_attention", out.stdout)
+
+
+def test_keys_that_mean_nothing_show_the_keys_and_never_quit():
+    keys = (b"\x1b[C", b"\x1bOC", b"\x1b[1;5C", b"\x1b[D", b"\n", b" ", b"n", b"b", b"q")
+    assert [meaning(k) for k in keys] == [NEXT, NEXT, NEXT, BACK, NEXT, NEXT, NEXT, BACK, QUIT]  # Ctrl-→ too
+    unknown = (b"\x1b[A", b"\x1b[B", b"\x1b", b"\x1bx", b"x", b"\t")               # ↑ ↓ Esc Alt-x …
+    assert [meaning(k) for k in unknown] == [HELP] * len(unknown)
+    assert meaning(b"") is None and meaning(b"\x04") == QUIT                  # end of input, Ctrl-D
+
+
+def test_an_escape_sequence_is_read_whole_and_a_lone_esc_alone():
+    reader, writer = os.pipe()
+    try:
+        for sequence in (b"[A", b"[1;5C", b"OD"):
+            os.write(writer, sequence + b"q")          # the next key press follows at once
+            assert read_escape(reader) == sequence
+            assert os.read(reader, 1) == b"q"          # not swallowed
+        assert read_escape(reader) == b""              # Esc with nothing after it
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+def test_up_arrow_and_esc_in_the_terminal_show_the_keys(tmp_path):
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "step"], stdin=terminal,
+                               stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    try:
+        read_until(controller, PROMPT)
+        for key in (b"\x1b[A", b"\x1b"):
+            os.write(controller, key)
+            shown = read_until(controller, PROMPT)
+            assert "(keys: Enter, space, n or → next; b or ← back; q quit)" in shown
+            assert "standard input closed" not in shown and process.poll() is None
+        os.write(controller, b"q")
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        os.close(controller)
+
+
+def test_step_all_into_a_reader_that_stops_early_ends_quietly():
+    for example in ("head", "model"):
+        run = subprocess.run(f"{sys.executable} -m tinygrad_attn step --all --example {example} | head -1",
+                             shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert run.stdout.startswith(f"example '{example}'") and run.stderr == ""
+
+
+def test_the_mlp_header_says_nothing_of_attention(capsys):
+    assert cli.main(["step", "--example", "mlp", "--all"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "example 'mlp': A two-layer MLP classifying 4 points into 2 classes."

@@ -66,3 +66,12 @@ def test_architecture_names_every_module_of_the_package():
     present = {str(p.relative_to(package)) for pattern in ("*.py", "guards/*.py", "viz/*.py", "training/*.py")
                for p in package.glob(pattern) if not p.name.startswith("__")}
     assert present - listed == set()
+
+
+def test_every_figure_in_docs_is_made_by_a_command_its_page_names():
+    """Each picture under docs/img/ is shown by a page that also gives the command writing it."""
+    for image in sorted((DOCS / "img").glob("*.png")):
+        showing = [p for p in PAGES if f"](img/{image.name})" in p.read_text()]
+        assert showing, f"no page shows {image.name}"
+        assert any(re.search(rf"python examples/\w+\.py [^`\n]*docs/img/{image.name}", p.read_text())
+                   for p in showing), f"no page showing {image.name} names the command that makes it"

@@ -188,3 +188,32 @@ def test_a_one_tuple_backward_is_the_contract(monkeypatch):
     x = ta.Tensor([1.0, 2.0], requires_grad=True)
     apply(_Twice, x).sum().backward()
     np.testing.assert_array_equal(x.grad, [2.0, 2.0])
+
+
+class _SquareInPlace(Op):
+    """y = x²; its backward writes into the gradient it is handed, as a learner's might."""
+
+    name = "square_in_place"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = 2 x ⊙ dy, computed in the incoming array."""
+        grad *= 2 * ctx.saved["x"]
+        return (grad,)
+
+
+def test_an_op_of_your_own_may_overwrite_the_gradient_it_is_handed():
+    x = ta.Tensor([1.0, -2.0, 3.0], requires_grad=True)
+    seed = np.array([1.0, 10.0, 100.0])
+    y = x + x                                   # add sends one array to both uses of ...
+    out = apply(_SquareInPlace, y) + apply(_SquareInPlace, y * 1.0)
+    out.backward(seed)
+    np.testing.assert_array_equal(seed, [1.0, 10.0, 100.0])        # the caller's seed is untouched
+    # d/dx [(2x)² + (2x)²] = 16 x, weighted by the seed
+    np.testing.assert_allclose(x.grad, 16 * np.array([1.0, -2.0, 3.0]) * seed)
+    np.testing.assert_array_equal(out.node.grad, seed)              # the drawing's gradient too

@@ -87,3 +87,21 @@ def test_multi_head_shapes_example():
     out = run_example("06_multi_head_shapes.py")
     assert "P per head                (2, 2, 5, 7)" in out
     assert out.rstrip().endswith("both traces equal nn.MultiHeadAttention's output")
+
+
+def test_epsilon_experiment_shows_truncation_then_round_off_as_gradient_checking_md_says(tmp_path):
+    """The figures docs/gradient_checking.md quotes (and its plot's command) are these."""
+    out = run_example("02_gradcheck_report.py", "--epsilon", "--plot", str(tmp_path / "eps.png"))
+    rows = {float(m[0]): (float(m[1]), float(m[2]))
+            for m in re.findall(r"^\s+(\de-\d\d)\s+(\S+)\s+(\S+)$", out, re.M)}
+    assert sorted(rows) == [10.0 ** -k for k in range(12, 0, -1)]
+    f64 = {eps: errors[0] for eps, errors in rows.items()}
+    f32 = {eps: errors[1] for eps, errors in rows.items()}
+    assert "float64: smallest error 1.1e-11 at ε = 1e-05" in out
+    assert "float32: smallest error 3.2e-06 at ε = 1e-02" in out
+    assert 5e-5 < f64[1e-1] < 5e-4 and 5e-5 < f64[1e-12] < 5e-4     # about 1e-4 at both ends
+    assert f64[1e-6] < 1e-10                                         # gradcheck's ε
+    assert len({f32[10.0 ** -k] for k in range(7, 13)}) == 1         # numeric 0: the whole gradient
+    assert (tmp_path / "eps.png").read_bytes()[:4] == b"\x89PNG"
+    page = (ROOT / "docs" / "gradient_checking.md").read_text()
+    assert "python examples/02_gradcheck_report.py --epsilon --plot docs/img/gradcheck_epsilon.png" in page

@@ -1,42 +1,65 @@
-"""The exercise checker: reference solutions pass, untouched stubs say what to write, and a wrong
-solution is reported naming the case, the input and the element."""
+"""The exercise checker: reference solutions pass, untouched stubs say what to write, a wrong
+solution is reported naming the case, the input and the element, and a solution that exits,
+hangs or is interrupted is never taken for a pass.
 
+Most tests run the child's checks in this process (``run_child`` then ``verdict``, what the child
+process runs): starting a Python per check would slow the suite. The tests of exiting, hanging
+and Ctrl-C, and one solution per exercise, go through the real child process."""
+
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from tinygrad_attn.commands.check import find_exercise, verdict
 from tinygrad_attn.commands.cli import main
+from tinygrad_attn.commands.exercises import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = sorted((ROOT / "exercises").glob("[0-9][0-9]_*.py"))
 
 
-def check(path, capsys):
-    code = main(["check", str(path)])
+def check(path, capsys, tmp_path=None):
+    """(exit code, message) of the checker, its child's work done in this process."""
+    path = Path(path).resolve()
+    name, exercise = find_exercise(path)
+    report = Path(tmp_path or path.parent) / f"{path.stem}.report"
+    run_child(path, report, name)
+    entries = [__import__("json").loads(line) for line in report.read_text().splitlines()]
+    code, message = verdict(path.name, name, exercise, entries, 0, 30)
+    return code, message + "\n"
+
+
+def check_in_child(path, capsys, *extra):
+    """The real command: the solution runs in a child process."""
+    code = main(["check", *extra, str(path)])
     return code, capsys.readouterr().out
 
 
-def test_there_are_four_exercises_each_with_a_solution():
-    assert [p.name for p in STUBS] == ["01_softmax_backward.py", "02_layer_norm_backward.py",
-                                       "03_attention_backward.py", "04_online_softmax.py"]
+def test_there_are_six_exercises_each_with_a_solution():
+    assert [p.name for p in STUBS] == ["00_scalar_engine.py", "01_softmax_backward.py",
+                                       "02_layer_norm_backward.py", "03_attention_backward.py",
+                                       "04_online_softmax.py", "05_numeric_gradient.py"]
     assert all((ROOT / "exercises" / "solutions" / p.name).is_file() for p in STUBS)
 
 
 @pytest.mark.parametrize("stub", STUBS, ids=lambda p: p.name)
 def test_reference_solution_passes(stub, capsys):
-    code, out = check(ROOT / "exercises" / "solutions" / stub.name, capsys)
+    code, out = check_in_child(ROOT / "exercises" / "solutions" / stub.name, capsys)
     assert code == 0, out
     assert re.fullmatch(rf"{stub.name}: all \d cases pass \(.+\)\. Well done\.\n", out)
 
 
 @pytest.mark.parametrize("stub", STUBS, ids=lambda p: p.name)
-def test_untouched_stub_says_what_is_not_implemented(stub, capsys):
-    code, out = check(stub, capsys)
-    function = {"01": "Softmax.backward", "02": "LayerNorm.backward", "03": "Attention.backward",
-                "04": "online_update"}[stub.name[:2]]
+def test_untouched_stub_says_what_is_not_implemented(stub, capsys, tmp_path):
+    code, out = check(stub, capsys, tmp_path)
+    function = {"00": "toposort", "01": "Softmax.backward", "02": "LayerNorm.backward",
+                "03": "Attention.backward", "04": "online_update", "05": "numeric_gradient"}[stub.name[:2]]
     assert code == 1
     assert out.startswith(f"{stub.name}: {function} (line ") and "is not implemented yet" in out
     assert re.search(r"Read docs/\w+\.md, write it, then run this check again", out)
@@ -57,9 +80,10 @@ def test_wrong_attention_backward_names_case_input_and_element(tmp_path, capsys)
     path = planted(tmp_path, "03_attention_backward.py", "d_k = ctx.scale * (", "d_k = (")
     code, out = check(path, capsys)
     assert code == 1
-    assert out.startswith("03_attention_backward.py: Attention.backward is wrong in case 1 of 4 "
-                          "(3 queries, 4 keys, no mask): the gradient for input k (the keys K) does "
-                          "not match central differences.")
+    assert out.startswith("03_attention_backward.py: case 1 of 4 (3 queries, 4 keys, no mask; inputs "
+                          "q (3, 2), k (4, 2), v (4, 3)) failed:\n  Attention.backward: the gradient "
+                          "for input k (the keys K) does not match central differences.")
+    assert "sign is flipped" not in out
     assert re.search(r"input 1 \(k\) of shape \(4, 2\): worst element \(\d, \d\) has analytic -?[\d.]+"
                      r"(e-?\d+)?, numeric -?[\d.]+", out)
 
@@ -83,8 +107,9 @@ def test_online_update_without_masked_row_care_reports_the_nan_element(tmp_path,
     path = planted(tmp_path, "04_online_softmax.py", "np.where(np.isfinite(m_new), m_new, 0)", "m_new")
     code, out = check(path, capsys)
     assert code == 1
-    assert ("case 3 of 4 (query 1's first block of keys is fully masked (−inf)): after the last block, "
-            "output O[1, 0] = a / l, but softmax(S) V computed whole gives") in out
+    assert ("case 3 of 4 (query 1's first block of keys is fully masked (−inf); scores (3, 10), values "
+            "(10, 2)) failed:\n  online_update: after the last block, output O[1, 0] = a / l, but "
+            "softmax(S) V computed whole gives") in out
     assert "yours is nan" in out and "exp(−inf − (−inf))" in out
 
 
@@ -98,8 +123,9 @@ def test_an_error_in_the_learners_code_is_shown_with_its_line(tmp_path, capsys):
     path = planted(tmp_path, "03_attention_backward.py", "d_k = ctx.scale * (np.swapaxes(d_s, -1, -2) @ q)",
                    "d_k = ctx.scale * (d_s @ q)")
     code, out = check(path, capsys)
-    assert code == 1 and re.match(r"03_attention_backward.py: Attention.backward \(line \d+\) raised "
-                                  r"ValueError: matmul", out)
+    assert code == 1 and re.match(r"03_attention_backward.py: case 1 of 4 \(3 queries, 4 keys, no mask; "
+                                  r"inputs q \(3, 2\), k \(4, 2\), v \(4, 3\)\) failed:\n  "
+                                  r"Attention.backward \(line \d+\) raised ValueError: matmul", out)
 
 
 def test_a_file_that_is_not_an_exercise_exits_2(tmp_path, capsys):
@@ -123,3 +149,93 @@ def test_solution_is_the_stub_with_only_the_learners_body_filled_in(stub):
     start = re.search(r"^(class|def) ", text, re.M).start()
     given = text[start:text.index("raise NotImplementedError")]
     assert given in (ROOT / "exercises" / "solutions" / stub.name).read_text()
+
+
+SOFTMAX_BODY = "        y = ctx.saved[\"y\"]\n"
+LOOP = "        while True:\n            pass\n"
+
+
+@pytest.mark.parametrize("ending", ["import sys; sys.exit()", "import os; os._exit(0)"])
+def test_a_solution_that_exits_is_never_a_pass(tmp_path, capsys, ending):
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, f"        {ending}\n")
+    code, out = check_in_child(path, capsys)
+    assert code == 1
+    assert out == ("01_softmax_backward.py: the checker's process ended during case 1 of 3 (one row of 4 "
+                   "logits; inputs x (4,)) with exit code 0, before every case was checked; only 0 of 3 "
+                   "passed. A solution must not call sys.exit() or os._exit().\n")
+
+
+def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path, capsys):
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, LOOP)
+    code, out = check_in_child(path, capsys, "--timeout", "1")
+    assert code == 1
+    assert out == ("01_softmax_backward.py: case 1 of 3 (one row of 4 logits; inputs x (4,)) did not finish "
+                   "within 1 s (an endless loop?). Give it longer with --timeout SECONDS.\n")
+
+
+def test_ctrl_c_stops_the_check_without_a_traceback(tmp_path):
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, LOOP)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}          # where the checker keeps the child's report
+    command = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "check", str(path)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for _ in range(200):                # until the child has started case 1 (or 20 s have passed)
+        time.sleep(0.1)
+        reports = tmp_path.glob("*/report.jsonl")
+        if command.poll() is not None or any("start" in p.read_text() for p in reports):
+            break
+    command.send_signal(signal.SIGINT)
+    out, err = command.communicate(timeout=20)
+    assert command.returncode == 130 and "Traceback" not in err
+    assert out.startswith("01_softmax_backward.py: check interrupted (Ctrl-C)")
+
+
+def test_a_backward_that_updates_the_gradient_in_place_passes(tmp_path, capsys):
+    path = planted(tmp_path, "01_softmax_backward.py",
+                   "        return (y * (grad - (grad * y).sum(axis=-1, keepdims=True)),)",
+                   "        grad -= (grad * y).sum(axis=-1, keepdims=True)\n        grad *= y\n"
+                   "        return (grad,)")
+    code, out = check(path, capsys)
+    assert code == 0, out
+
+
+def test_a_flipped_sign_is_named(tmp_path, capsys):
+    path = planted(tmp_path, "01_softmax_backward.py", "return (y * (grad", "return (-y * (grad")
+    code, out = check(path, capsys)
+    assert code == 1 and "case 1 of 3 (one row of 4 logits; inputs x (4,)) failed" in out
+    assert "The sign is flipped: your gradient is −1 × the numeric one at every element." in out
+
+
+def test_a_recursive_toposort_fails_the_deep_chain(tmp_path, capsys):
+    recursive = ("    def visit(v, order, seen):\n        if id(v) not in seen:\n"
+                 "            seen.add(id(v))\n            for p in v.parents:\n"
+                 "                visit(p, order, seen)\n"
+                 "            order.append(v)\n        return order\n    return visit(root, [], set())\n")
+    first = "    order, visited, stack = [], set(), [(root, False)]"
+    path = planted(tmp_path, "00_scalar_engine.py", first, recursive + first)
+    code, out = check(path, capsys)
+    assert code == 1 and out.startswith("00_scalar_engine.py: case 7 of 7 (a chain 3,000 operations deep")
+    assert "RecursionError" in out
+
+
+def test_a_backward_that_overwrites_instead_of_adding_is_caught(tmp_path, capsys):
+    path = planted(tmp_path, "00_scalar_engine.py", "parent.grad += local * value.grad",
+                   "parent.grad = local * value.grad")
+    code, out = check(path, capsys)
+    assert code == 1 and out.startswith("00_scalar_engine.py: case 1 of 7 (L = a · b + a: a is used twice")
+    assert "leaf a.grad is" in out
+
+
+def test_a_one_sided_difference_is_caught(tmp_path, capsys):
+    path = planted(tmp_path, "05_numeric_gradient.py", "flat[i] = original - eps\n        minus = f(x)",
+                   "flat[i] = original\n        minus = f(x)")
+    path.write_text(path.read_text().replace("(plus - minus) / (2 * eps)", "(plus - minus) / eps"))
+    code, out = check(path, capsys)
+    assert code == 1 and "case 2 of 4 (f(x) = Σ c ⊙ x² for x of shape (2, 3, 4)" in out
+    assert re.search(r"element \[0, 0, 0\]: yours is -?[\d.]+, the true value is -?[\d.]+", out)
+
+
+def test_a_numeric_gradient_that_leaves_x_changed_is_caught(tmp_path, capsys):
+    path = planted(tmp_path, "05_numeric_gradient.py", "        flat[i] = original\n        out[i]",
+                   "        out[i]")
+    code, out = check(path, capsys)
+    assert code == 1 and "numeric_gradient changed x: put each element back" in out

@@ -76,7 +76,7 @@ panel.querySelectorAll('.sent').forEach((d) => {
 const current = [...document.querySelectorAll('#graph g.node.current')];
 return {step: panel.dataset.step, op: panel.querySelector('h2 .op').textContent,
         arriving: values('.grad-arriving td.c'), sent: sent,
-        current: current.map((g) => g.querySelector('title').textContent),
+        current: current.map((g) => g.dataset.id),
         label: current.map((g) => [...g.querySelectorAll('text')].map((t) => t.textContent).join(' ')),
         shown: [...document.querySelectorAll('#graph .view:not([hidden])')].map((v) => v.dataset.view)};
 """
@@ -116,9 +116,8 @@ def node_of(browser, index):
 
 
 def click(browser, node_id, inside=""):
-    """A click on the SVG group titled `node_id` (or on its descendant matching XPath `inside`)."""
-    node = browser.find_element(By.XPATH, f"//*[local-name()='g'][*[local-name()='title' and "
-                                          f"text()='{node_id}']]{inside}")
+    """A click on the SVG group with DOT id `node_id` (or on its descendant matching XPath `inside`)."""
+    node = browser.find_element(By.XPATH, f"//*[local-name()='g'][@data-id='{node_id}']{inside}")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", node)
 
 
@@ -150,8 +149,8 @@ def test_arrow_keys_buttons_and_clicks_show_the_steps_python_made(browser, tmp_p
     assert len(browser.find_elements(By.CSS_SELECTOR, '.inside[data-symbol="P"] td.masked')) == 3
     notes = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "ul.notes li")]
     assert notes == list(attention.notes)
-    visited = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.visited title")
-    assert sorted(t.get_attribute("textContent") for t in visited) == \
+    visited = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.visited")
+    assert sorted(g.get_attribute("data-id") for g in visited) == \
         sorted(node_of(browser, i) for i in range(2))
     browser.save_screenshot(str(tmp_path / "head_attention.png"))
     assert (tmp_path / "head_attention.png").stat().st_size > 10_000

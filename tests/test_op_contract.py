@@ -160,3 +160,20 @@ def test_register_refuses_a_formula_that_does_not_name_the_inputs():
     with pytest.raises(ValueError, match="needs a formula for at least one input"):
         register(Scale)
     assert "test_scale" not in REGISTRY
+
+
+@pytest.mark.parametrize("name,index", ALL_CASES)
+def test_backward_leaves_the_gradient_it_is_handed_unchanged(name, index, rng):
+    """What ``grad_read_only`` (set by @register) promises: the engine hands a registered op the
+    gradient without a copy, so the op must not write into it."""
+    op = REGISTRY[name]
+    assert op.grad_read_only
+    case = op.cases[index]
+    arrays = case_arrays(case, rng)
+    needs = tuple(a is not None for a in arrays)
+    with quiet_float_errors():
+        out = op.forward(Context(np, needs, case.params), *arrays, **case.params)
+    grad = rng.standard_normal(np.shape(out))
+    before = grad.copy()
+    run_backward(op, case, arrays, needs, grad)
+    np.testing.assert_array_equal(grad, before, err_msg=f"{name} wrote into its incoming gradient")

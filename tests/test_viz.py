@@ -247,3 +247,11 @@ def test_collapse_rejects_what_is_not_a_module_of_the_graph():
         viz.draw_graph(loss, collapse="blocks")        # a list of blocks, not a module
     with pytest.raises(ValueError, match=r"got \[3\]"):
         viz.draw_graph(loss, collapse=[3])
+
+
+def test_the_unfused_s_says_it_holds_the_scores_before_the_mask():
+    """The fused step's S shows −inf at masked cells; the unfused S node holds the raw scores
+    (softmax applies the mask inside), and says so."""
+    note = "scores before the mask: softmax applies it (no −inf here)"
+    assert note in ta.viz.draw_graph(DEMOS["head"](fused=False).loss).source
+    assert note not in ta.viz.draw_graph(DEMOS["head"]().loss).source

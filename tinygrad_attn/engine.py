@@ -178,7 +178,8 @@ class _Pass:
         node.grad = g
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
-        sent = node.op.backward(node.ctx, g)
+        # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
+        sent = node.op.backward(node.ctx, g if node.op.grad_read_only else g.copy())
         parents = node.parents
         if type(sent) is not tuple or len(sent) != len(parents):
             _refuse_result(node, sent)

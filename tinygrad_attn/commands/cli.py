@@ -2,13 +2,15 @@
 
 Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
 its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
-its default.
+its default. Output piped into a reader that stops early (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -33,4 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:     # `| head` stopped reading: end quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush
+        return 0

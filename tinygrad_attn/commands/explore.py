@@ -19,7 +19,7 @@ __all__ = ["add_parser", "run"]
 def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     try:
-        page = explore(example.loss, args.out, tokens=example.tokens,
+        page = explore(example.loss, args.out, tokens=example.tokens, vocab=example.vocab,
                        title=f"backprop explorer: {args.example} — {DEMOS[args.example].__doc__}")
     except ValueError as error:         # an --out that cannot be written: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)

@@ -1,19 +1,18 @@
 """``tinygrad-attn step``: walk through backprop of a small example, one node at a time.
 
-Keys: Enter, space, n or → shows the next step, b or ← goes back one, q quits; on a terminal a
-single key press is enough. ``--all`` prints every step without waiting (for pipes and tests).
+Keys: Enter, space, n or → shows the next step, b or ← goes back one, q quits; any other key
+shows the keys again. On a terminal a single key press is enough. ``--all`` prints every step
+without waiting (for pipes and tests).
 Every array is labelled: a value (of S, P, …) or a gradient dL/d(·) of what it belongs to.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from ..viz.stepper import Step, backprop_steps
 from .demo_options import DEMOS, build_example, example_parser
-from .keys import read_key
+from .keys import BACK, HELP, KEYS_HELP, QUIT, read_key
 
 __all__ = ["add_parser", "interact", "run"]
 
@@ -21,19 +20,17 @@ __all__ = ["add_parser", "interact", "run"]
 def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     kind = "built from primitives (--unfused)" if args.unfused else "one fused op"
-    print(f"example {args.example!r}: {DEMOS[args.example].__doc__} Attention is {kind}.")
+    attention = f" Attention is {kind}." if example.has_attention else ""
+    print(f"example {args.example!r}: {DEMOS[args.example].__doc__}{attention}")
     print(example.intro)
     print(f"loss = {example.loss.item():.6f}; the backward pass runs from the loss back to the parameters.\n")
-    steps = backprop_steps(example.loss, tokens=example.tokens)
+    steps = backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab)
     if args.all:
-        try:
-            count = 0
-            for step in steps:
-                print(step, end="\n\n")
-                count += 1
-            print(f"{count} steps; every parameter now holds its .grad")
-        except BrokenPipeError:     # `| head` stopped reading: end quietly, not with a traceback
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        count = 0
+        for step in steps:
+            print(step, end="\n\n")
+            count += 1
+        print(f"{count} steps (0 to {count - 1}); every parameter now holds its .grad")
         return 0
     return interact(steps)
 
@@ -47,9 +44,12 @@ def interact(steps) -> int:
         if key is None:             # standard input closed: nothing more will come
             print("\n(standard input closed: stopping; use --all to print every step)")
             return 0
-        if key == "q":
+        if key == QUIT:
             return 0
-        if key == "b":
+        if key == HELP:
+            print(f"({KEYS_HELP})")
+            continue
+        if key == BACK:
             if position <= 0:
                 print("(this is the first step)")
                 continue
@@ -58,7 +58,8 @@ def interact(steps) -> int:
             if position + 1 == len(seen):
                 step = next(steps, None)
                 if step is None:
-                    print(f"done: {len(seen)} steps; every parameter now holds its .grad")
+                    print(f"done: {len(seen)} steps (0 to {len(seen) - 1}); every parameter now holds "
+                          "its .grad")
                     return 0
                 seen.append(step)
             position += 1

@@ -56,7 +56,8 @@ class ScaledDotProductAttention(Op):
     insides = (("S", "S = scale · Q Kᵀ (+ float mask; −inf where masked)"),
                ("P", "P = softmax(S) row by row"),
                ("dP", "dP = dO Vᵀ"),
-               ("dS", "dS = P ⊙ (dP − D),  D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O)"),
+               ("D", "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O), one number per query"),
+               ("dS", "dS = P ⊙ (dP − D)"),
                ("dQ", "dQ = scale · dS K"),
                ("dK", "dK = scale · dSᵀ Q"),
                ("dV", "dV = Pᵀ dO"))
@@ -85,7 +86,7 @@ class ScaledDotProductAttention(Op):
         Q, K, V, P, O = (ctx.saved[n] for n in ("q", "k", "v", "probs", "out"))
         dO = grad
         dV = xp.swapaxes(P, -1, -2) @ dO if need_v else None              # (..., Tk, Dv)
-        dP = dS = dQ = dK = None
+        dP = D = dS = dQ = dK = None
         if need_q or need_k:                                            # dP, dS feed dQ and dK only
             dP = dO @ xp.swapaxes(V, -1, -2)                            # (..., Tq, Tk)
             D = rowsum(xp, dO * O)                                      # (..., Tq, 1)
@@ -97,6 +98,6 @@ class ScaledDotProductAttention(Op):
         if ctx.trace is not None:       # the stepper is watching: show the insides computed
             S = masked_logits(xp, (Q * ctx.scale) @ xp.swapaxes(K, -1, -2), ctx.saved["keep"],
                               ctx.saved["bias"])
-            insides = {"S": S, "P": P, "dP": dP, "dS": dS, "dQ": dQ, "dK": dK, "dV": dV}
+            insides = {"S": S, "P": P, "dP": dP, "D": D, "dS": dS, "dQ": dQ, "dK": dK, "dV": dV}
             ctx.trace.update({n: x for n, x in insides.items() if x is not None})
         return dQ, dK, dV, None, None

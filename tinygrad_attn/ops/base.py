@@ -137,6 +137,10 @@ class Op:
     An op whose backward computes matrices worth seeing (attention's S, P, dP, dS, …) lists them
     in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
     backward puts them into ``ctx.trace`` when that is not None.
+
+    ``backward`` may overwrite the ``grad`` it is handed (``grad *= y``): an op of your own gets a
+    copy from the engine. A registered op leaves ``grad`` unchanged (``@register`` sets
+    ``grad_read_only``, ``tests/test_op_contract.py`` checks every case), so it gets the array itself.
     """
 
     name: str = ""
@@ -144,6 +148,7 @@ class Op:
     residuals: Mapping[str, str] = MappingProxyType({})
     cases: tuple[Case, ...] = ()
     insides: tuple[tuple[str, str], ...] = ()
+    grad_read_only: bool = False
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:
@@ -151,6 +156,12 @@ class Op:
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
         params = list(inspect.signature(cls.forward).parameters.values())[1:]   # after ctx
         return tuple(p.name for p in params if p.kind in kinds)
+
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The forward's keyword-only parameters (attention's ``scale``, a sum's ``axis``)."""
+        params = inspect.signature(cls.forward).parameters.values()
+        return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
 
     @classmethod
     def formulas_for(cls, n_inputs: int) -> tuple[str | None, ...]:

@@ -175,9 +175,12 @@ def _tensors(t: Tensor) -> list[Tensor]:
     return list(tensors.values())
 
 
-def _tensor_attrs(x: Tensor, show_grads: bool, tokens: tuple[str, ...] | None) -> dict[str, str]:
+def _tensor_attrs(x: Tensor, show_grads: bool, tokens: tuple[str, ...] | None,
+                  masked_later: bool = False) -> dict[str, str]:
     grad = x.grad if x.node is None else x.node.grad
     fields = [_escape(tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
+    if masked_later:        # the unfused S: the fused op's S shows −inf where this one does not
+        fields.append(_escape("scores before the mask: softmax applies it (no −inf here)"))
     fields += _numbers(x, grad, show_grads, tokens)
     attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
     if x.node is None and x.requires_grad:
@@ -207,13 +210,15 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
 
     nodes: dict[str, DrawnNode] = {}
     ids: dict[int, str] = {}
+    masked_later = {id(x.node.parents[0]) for x in tensors if x.node is not None
+                    and x.node.op.name == "softmax" and x.node.parents[1] is not None}
     for index, x in enumerate(tensors):
         path = _tensor_path(x)
         target = fold_of(path)
         if target is None:
             ids[id(x)] = f"t{index}"
             nodes[ids[id(x)]] = DrawnNode(ids[id(x)], "tensor", cluster_of(path),
-                                          _tensor_attrs(x, show_grads, tokens))
+                                          _tensor_attrs(x, show_grads, tokens, id(x) in masked_later))
             continue
         ids[id(x)] = fold = f"m_{target}"
         inside = (steps[id(x)],) if id(x) in steps else ()

@@ -37,12 +37,16 @@ class Example:
         tokens: the label of each sequence position (rows and columns of attention matrices),
             or None where the input is not a sequence of tokens.
         intro: what to read first: the input, the targets and the predicted probabilities.
+        vocab: the word of each logit (the columns of logits), or None where they are classes.
+        has_attention: whether the model attends (the step command says how attention is built).
     """
 
     loss: Tensor
     model: Module
     tokens: tuple[str, ...] | None
     intro: str
+    vocab: tuple[str, ...] | None = None
+    has_attention: bool = True
 
 
 class AttentionHead(Module):
@@ -110,7 +114,7 @@ def head(fused: bool = True) -> Example:
         _matrix(probs, list(tokens), list(WORDS)),
         "loss = mean over positions of −log p(target) = ("
         + " ".join(f"−log {probs[i, t]:.3f}" for i, t in enumerate(targets)) + ") / 3"])
-    return Example(named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro, vocab=WORDS)
 
 
 def mlp(fused: bool = True) -> Example:
@@ -126,7 +130,7 @@ def mlp(fused: bool = True) -> Example:
         f"targets  classes {targets.tolist()}",
         "predicted probabilities, value of softmax(logits):",
         _matrix(_probabilities(logits), rows, ["class 0", "class 1"])])
-    return Example(named(F.cross_entropy(logits, targets), "loss"), model, None, intro)
+    return Example(named(F.cross_entropy(logits, targets), "loss"), model, None, intro, has_attention=False)
 
 
 def mha(fused: bool = True) -> Example:

@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from .collected import CollectedGraph, ancestors, collect
 from .dot import emit
 from .image import layout
-from .stepper import Step, axis_labels, backprop_steps
+from .stepper import Step, axis_labels, backprop_steps, param_text
 
 __all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "graph_svg",
            "graph_views", "step_json"]
@@ -37,7 +37,8 @@ __all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules"
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
 
 
-def array_json(array: Any, name: str, tokens: tuple[str, ...] | None) -> dict[str, Any] | None:
+def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
+               vocab: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """An array as {shape, data (flat, row-major), rows, cols}; ±inf and nan become strings
     ("inf", "-inf", "nan") since JSON has no such numbers. None stays None."""
     if array is None:
@@ -45,26 +46,31 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None) -> dict[st
     values = to_numpy(array).astype(np.float64)
     data = [v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
             for v in values.reshape(-1).tolist()]
-    rows, cols = axis_labels(name, values.shape, tokens)
+    rows, cols = axis_labels(name, values.shape, tokens, vocab)
     return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols}
 
 
 def step_json(step: Step) -> dict[str, Any]:
     """What the viewer shows for one step (which node draws it depends on the view: see
     ``graph_views``)."""
-    inputs = [{"name": name, "shape": None if shape is None else list(shape),
-               "grad": array_json(grad, name, step.tokens)}
+    def array(value: Any, name: str) -> dict[str, Any] | None:
+        return array_json(value, name, step.tokens, step.vocab)
+
+    inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name)}
               for name, shape, grad in zip(step.input_names, step.input_shapes, step.sent)]
+    labels = step.tensor.node.op.residuals
+    shown = {id(inside.array) for inside in step.insides}
     return {
         "index": step.index, "op": step.op, "name": step.name,
         "formula": list(dict.fromkeys(f for f in step.formula if f)),      # *xs: one formula for all
         "module": step.module, "shape": list(step.output_shape),
-        "grad": array_json(step.grad, step.name, step.tokens), "inputs": inputs,
-        "parts": [{"source": source, "grad": array_json(part, step.name, step.tokens)}
-                  for source, part in step.parts],
+        "params": [param_text(name, value, step.input_shapes) for name, value in step.params],
+        "saved": [{"label": labels[name], "array": array(value, name)}
+                  for name, value in zip(step.saved, step.saved_values) if id(value) not in shown],
+        "grad": array(step.grad, step.name), "inputs": inputs,
+        "parts": [{"source": source, "grad": array(part, step.name)} for source, part in step.parts],
         "insides": [{"symbol": inside.symbol, "equation": inside.equation, "kind": inside.kind,
-                     "array": array_json(inside.array, inside.symbol, step.tokens)}
-                    for inside in step.insides],
+                     "array": array(inside.array, inside.symbol)} for inside in step.insides],
         "notes": list(step.notes)}
 
 
@@ -115,25 +121,31 @@ class Explorer:
     steps: int
     path: Path | None = None
 
+    def __repr__(self) -> str:
+        """One line: what a text-only front end prints instead of the page."""
+        where = f", written to {self.path}" if self.path else ""
+        size = len(self.html.encode()) // 1024
+        return f"<backprop explorer: {self.steps} steps, {size} KiB of HTML{where}>"
+
     def _repr_html_(self) -> str:
         return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" '
                 'style="width:100%;height:720px;border:1px solid #ccc"></iframe>')
 
 
 def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...] | None = None,
-            title: str = "backprop explorer") -> Explorer:
+            title: str = "backprop explorer", vocab: tuple[str, ...] | None = None) -> Explorer:
     """Run the backward pass from `loss` step by step and build the explorer page.
 
     The leaves' ``.grad`` are filled as by ``loss.backward()``. `tokens` label sequence
-    positions (rows and columns of attention matrices); `path`, when given, is where the page is
-    written (parent folders created).
+    positions (rows and columns of attention matrices), `vocab` the columns of logits; `path`,
+    when given, is where the page is written (parent folders created).
 
     Raises:
         ValueError: `loss` does not require a gradient, or `path` cannot be written (with why).
     """
     if not loss.requires_grad:
         raise ValueError(f"explore: the loss {loss.shape} does not require grad: nothing to backpropagate")
-    steps = list(backprop_steps(loss, tokens=tokens))
+    steps = list(backprop_steps(loss, tokens=tokens, vocab=vocab))
     views = graph_views(loss, tokens)
     data = {"title": title, "tokens": list(tokens) if tokens else None,
             "steps": [step_json(step) for step in steps],

@@ -58,6 +58,11 @@ class Notes:
             notes += attention_zeros(inside["P"], inside["dS"], inside.get("S"), tokens, "dQ")
         elif node.op.name == "softmax" and event.sent[0] is not None:
             scores = _masked_scores(node)
+            if node.parents[1] is not None:
+                notes.append(f"the input {tensor_label(node.parents[0])} holds the scores before "
+                             "masking: softmax applies the keep mask inside, so −inf shows nowhere here; "
+                             "the fused attention step (without --unfused) prints S with −inf at the "
+                             "masked cells")
             notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None)
         notes += _key_bias_zero(t, node, event)
         if node.op.name == "getitem" and event.sent[0] is not None:
@@ -94,7 +99,8 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
                 else f"{int(masked.sum())} masked cells"
             notes.append(f"P and dS are exactly 0 at the {count} (scores set to −inf by the mask, e.g. "
                          f"keys after the query under the causal mask): a masked key gets probability 0 "
-                         f"and no gradient")
+                         f"and no gradient; dP = dO Vᵀ is computed at every cell, so it need not be 0 "
+                         f"there, and P ⊙ (dP − D) removes it")
     names = list(tokens) if tokens is not None and len(tokens) == p.shape[-2] else None
     for m in range(len(p)):
         for row in range(p.shape[-2]):

@@ -22,13 +22,15 @@ from ..guards.labels import scope_name, tensor_label
 from ..tensor import Tensor, seed_gradient
 from .notes import Notes, is_parameter
 
-__all__ = ["ATTENTION_MATRICES", "Inside", "Step", "WHOLE", "axis_labels", "backprop_steps",
-           "format_array", "format_number", "label"]
+__all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",
+           "backprop_steps", "format_array", "format_number", "label", "param_text"]
 
 
 WHOLE = 64          # arrays up to this many elements print whole
 # Tensors whose last two axes are (query, key): their columns are tokens too.
-ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS")
+ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS", "keep")
+# Tensors whose last axis is the vocabulary (logits, cross-entropy's probabilities).
+VOCABULARY_MATRICES = ("logits", "probs")
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ class Step:
         parameters: the names of the inputs that are named leaves taking a gradient: a module's
             parameters, or tensors the user named.
         saved: names of the residuals forward saved (``ctx.saved`` keys; absent ones left out),
-            printed as the op labels them (``Op.residuals``).
+            printed as the op labels them (``Op.residuals``). saved_values: their arrays, in order.
+        params: the op's keyword parameters (attention's scale, a sum's axis), by name.
         grad: the gradient of the loss with respect to the output, arriving at this step.
         sent: the gradient sent to each input (None where none is needed), already summed back
             to the input's shape.
@@ -77,6 +80,7 @@ class Step:
         parts: (source step, gradient) of each part when several ops used the output.
         tokens: labels of the sequence positions, for rows and columns (None: numbered).
         tensor: the output tensor itself.
+        vocab: the words of the vocabulary, for the columns of logits (None: numbered).
     """
 
     index: int
@@ -89,6 +93,8 @@ class Step:
     input_names: tuple[str, ...]
     parameters: tuple[str, ...]
     saved: tuple[str, ...]
+    saved_values: tuple[Any, ...]
+    params: tuple[tuple[str, Any], ...]
     grad: Any
     sent: tuple[Any, ...]
     insides: tuple[Inside, ...]
@@ -96,24 +102,33 @@ class Step:
     parts: tuple[tuple[str, Any], ...]
     tokens: tuple[str, ...] | None
     tensor: Tensor
+    vocab: tuple[str, ...] | None = None
 
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
         lines = [f"step {self.index}: {self.op} → {self.name} {self.output_shape}{where}"]
+        if self.params:
+            lines.append("  with " + ", ".join(param_text(name, value, self.input_shapes)
+                                               for name, value in self.params))
+        shown = {id(inside.array): inside.symbol for inside in self.insides}
         if self.saved:
             labels = self.tensor.node.op.residuals
             lines.append(f"  saved by forward: {', '.join(labels[name] for name in self.saved)}")
+            for name, value in zip(self.saved, self.saved_values):
+                if id(value) in shown:
+                    continue                    # printed below, where backward uses it
+                lines.append(f"  saved: {labels[name]}   [value{_mask_meaning(value)}]")
+                lines += format_array(value, name, self.tokens, vocab=self.vocab)
         lines.append(f"  gradient arriving, dL/d({self.name}):")
-        lines += format_array(self.grad, self.name, self.tokens)
+        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab)
         for source, part in self.parts:
             lines.append(f"    part from {source}:")
-            lines += format_array(part, self.name, self.tokens, indent="        ")
-        shown = {id(inside.array): inside.symbol for inside in self.insides}
+            lines += format_array(part, self.name, self.tokens, indent="        ", vocab=self.vocab)
         for inside in self.insides:
             what = f"value of {inside.symbol}" if inside.kind == "value" else \
                 f"gradient dL/d{inside.symbol[1:]}"
             lines.append(f"  inside: {inside.equation}   [{what}]")
-            lines += format_array(inside.array, inside.symbol, self.tokens)
+            lines += format_array(inside.array, inside.symbol, self.tokens, vocab=self.vocab)
         inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula)
         for i, (name, shape, g, formula) in enumerate(inputs):
             if shape is None:
@@ -130,9 +145,23 @@ class Step:
             else:
                 lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
                 lines.append(f"      formula  {formula}")
-                lines += format_array(g, name, self.tokens)
+                lines += format_array(g, name, self.tokens, vocab=self.vocab)
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def param_text(name: str, value: Any, input_shapes: tuple) -> str:
+    """'scale = 0.7071 (1/√d_k, d_k = 2)', 'axis = -1', 'is_causal = True'."""
+    if isinstance(value, float):
+        d_k = input_shapes[0][-1] if input_shapes and input_shapes[0] else None
+        why = f" (1/√d_k, d_k = {d_k})" if name == "scale" and d_k and np.isclose(value, d_k ** -0.5) else ""
+        return f"{name} = {format_number(value)}{why}"
+    return f"{name} = {value}"
+
+
+def _mask_meaning(value: Any) -> str:
+    """What 1 and 0 mean when a saved array is a boolean mask."""
+    return "; 1 = takes part, 0 = masked" if getattr(value, "dtype", None) == np.bool_ else ""
 
 
 def format_number(value: float) -> str:
@@ -146,16 +175,21 @@ def format_number(value: float) -> str:
     return f"{value:.0e}" if abs(value) < 5e-5 else f"{value:.4f}"
 
 
-def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | None
-                ) -> tuple[list[str], list[str]]:
-    """Row and column labels of the last two axes: tokens where they index the sequence."""
+def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | None,
+                vocab: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+    """Row and column labels of the last two axes: tokens where they index the sequence, the
+    vocabulary's words where they index the next word (logits)."""
     rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1] if shape else 1)
     row_labels, col_labels = [str(i) for i in range(rows)], [str(j) for j in range(cols)]
+    if vocab is not None and name in VOCABULARY_MATRICES and cols == len(vocab):
+        col_labels = list(vocab)
     if tokens is None:
         return row_labels, col_labels
     fits = len(tokens)
     if name in ATTENTION_MATRICES and rows == cols == fits:
         return list(tokens), list(tokens)
+    if name == "D" and cols == 1 and rows == fits:       # attention's D: one number per query
+        return list(tokens), ["D"]
     if name == "Kᵀ" and cols == fits:
         return row_labels, list(tokens)
     if len(shape) >= 2 and rows == fits and name not in ("Kᵀ",) and not name.endswith(("weight", "bias")):
@@ -163,12 +197,15 @@ def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | Non
     return row_labels, col_labels
 
 
-def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ") -> list[str]:
+def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ",
+                 vocab: tuple[str, ...] | None = None) -> list[str]:
     """Lines showing `array`: whole (as labelled matrices, one per leading index) up to 64
     elements, else its shape, norm, range and first values."""
     if array is None:
         return [indent + "—"]
-    values = to_numpy(array).astype(np.float64)
+    original = to_numpy(array)
+    values = original.astype(np.float64)
+    show = (lambda v: str(int(v))) if original.dtype.kind in "biu" else format_number   # masks, ids
     if values.size > WHOLE:
         flat = ", ".join(format_number(v) for v in values.reshape(-1)[:4])
         finite = values[np.isfinite(values)]
@@ -178,15 +215,15 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
         return [f"{indent}{values.size} numbers, shape {values.shape}: ‖·‖ = {norm}{span}; "
                 f"first: {flat}, …"]
     if values.ndim == 0:
-        return [indent + format_number(float(values))]
-    rows, cols = axis_labels(name, values.shape, tokens)
+        return [indent + show(float(values))]
+    rows, cols = axis_labels(name, values.shape, tokens, vocab)
     matrices = values.reshape((-1,) + values.shape[-2:]) if values.ndim >= 2 else values[None, None]
     lead = list(np.ndindex(values.shape[:-2])) if values.ndim > 2 else [()]
     lines: list[str] = []
     for index, matrix in zip(lead, matrices):
         if index:
             lines.append(f"{indent}[{_lead_label(index, values.ndim)}]")
-        cells = [[format_number(v) for v in row] for row in matrix]
+        cells = [[show(v) for v in row] for row in matrix]
         width = max(len(c) for row in cells + [cols] for c in row) + 2
         pad = max(len(r) for r in rows) if values.ndim >= 2 else 0
         lines.append(indent + " " * pad + "".join(f"{c:>{width}}" for c in cols))
@@ -203,12 +240,13 @@ def _lead_label(index: tuple[int, ...], ndim: int) -> str:
     return ", ".join(str(i) for i in index)
 
 
-def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None) -> Iterator[Step]:
+def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None,
+                   vocab: tuple[str, ...] | None = None) -> Iterator[Step]:
     """Run the backward pass from `loss` one op node at a time, yielding a ``Step`` for each.
 
     `grad` is as in ``Tensor.backward`` (omitted for a single-element loss); `tokens` label the
-    sequence positions in the printed matrices. Leaf gradients are accumulated as the pass goes,
-    exactly as ``backward()`` does.
+    sequence positions in the printed matrices, `vocab` the columns of logits. Leaf gradients are
+    accumulated as the pass goes, exactly as ``backward()`` does.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -234,8 +272,11 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
             parameters=tuple(p.name for p in node.parents if is_parameter(p)),
             saved=tuple(k for k, v in node.ctx.saved.items() if v is not None),
+            saved_values=tuple(v for v in node.ctx.saved.values() if v is not None),
+            params=tuple((name, getattr(node.ctx, name)) for name in node.op.param_names()
+                         if isinstance(getattr(node.ctx, name, None), (bool, int, float, str, tuple))),
             grad=event.grad, sent=event.sent, insides=insides,
-            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor)
+            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab)
 
 
 def label(t: Tensor, order: dict[int, int]) -> str:

@@ -16,17 +16,37 @@
   // --- the graph: one pre-laid-out picture per fold state (data.views), nodes and edges by DOT id --
   // A view's `nodes[i]` is the node drawing step i: its op, or the folded module (a lavender box)
   // around it; `folds` maps each box to the module it opens; `open` lists the modules shown open.
+  // Graphviz's <title> holds the DOT id ("t11->op14"), which the browser shows on hover: keep the
+  // id in data-id and show a name instead (the node's own text, "from → to", the module path).
+  const idOf = (g) => g.dataset.id;
+  function nameNodes(element) {
+    const nameOf = {};
+    element.querySelectorAll("g.node, g.edge, g.cluster").forEach((g) => {
+      const title = g.querySelector("title");
+      g.dataset.id = title.textContent;
+      if (g.classList.contains("node")) {
+        nameOf[g.dataset.id] = Array.from(g.querySelectorAll("text"), (t) => t.textContent).slice(0, 2).join(" ");
+      }
+    });
+    element.querySelectorAll("g.node, g.edge, g.cluster").forEach((g) => {
+      const title = g.querySelector("title"), id = g.dataset.id;
+      if (g.classList.contains("node")) title.textContent = nameOf[id];
+      else if (g.classList.contains("edge")) title.textContent = id.split("->").map((n) => nameOf[n] || n).join(" → ");
+      else title.textContent = "module " + id.replace(/^cluster_/, "");
+    });
+  }
   const views = data.views.map((v, k) => {
     const element = document.querySelector(`#graph .view[data-view="${k}"]`);
+    nameNodes(element);
     const drawn = {}, edgesInto = {}, edgesOutOf = {}, clusters = {};
-    element.querySelectorAll("g.node").forEach((g) => { drawn[g.querySelector("title").textContent] = g; });
+    element.querySelectorAll("g.node").forEach((g) => { drawn[idOf(g)] = g; });
     element.querySelectorAll("g.edge").forEach((g) => {
-      const [from, to] = g.querySelector("title").textContent.split("->");
+      const [from, to] = idOf(g).split("->");
       (edgesInto[to] = edgesInto[to] || []).push(g);
       (edgesOutOf[from] = edgesOutOf[from] || []).push(g);
     });
     element.querySelectorAll("g.cluster").forEach((g) => {
-      const path = g.querySelector("title").textContent.replace(/^cluster_/, "");
+      const path = idOf(g).replace(/^cluster_/, "");
       clusters[path] = g;
       if (v.open.includes(path)) g.classList.add("foldable");
     });
@@ -39,7 +59,7 @@
     steps.forEach((s, i) => {     // a click on an op's output tensor goes to that op's step too
       if (v.nodes[i] in v.folds) return;
       (edgesOutOf[v.nodes[i]] || []).forEach((e) => {
-        const out = e.querySelector("title").textContent.split("->")[1];
+        const out = idOf(e).split("->")[1];
         if (!(out in stepOfNode)) stepOfNode[out] = i;
       });
     });
@@ -128,10 +148,15 @@
 
   // --- one step -----------------------------------------------------------------------------
   function render(s) {
-    let h = `<h2>step ${s.index} of ${steps.length - 1} · <span class="op">${esc(s.op)}</span> → ` +
+    let h = `<h2>step ${s.index} · <span class="op">${esc(s.op)}</span> → ` +
       `${esc(s.name)} (${s.shape.join(", ")})</h2>`;
     if (s.module) h += `<div class="module">inside module <b>${esc(s.module)}</b></div>`;
     h += `<h3>backward formula</h3><pre class="formula">${s.formula.map(esc).join("\n")}</pre>`;
+    if (s.params.length) h += `<div class="params">with ${s.params.map(esc).join(", ")}</div>`;
+    if (s.saved.length) {
+      h += `<h3>saved by forward: the values backward reads ${tag("value")}</h3>`;
+      s.saved.forEach((v) => { h += `<div class="saved"><div class="caption">${esc(v.label)}</div>${heatmap(v.array)}</div>`; });
+    }
     h += `<h3>gradient arriving: dL/d(${esc(s.name)}) ${tag("gradient")}</h3>`;
     h += `<div class="grad-arriving">${heatmap(s.grad)}</div>`;
     if (s.parts.length) {
@@ -146,7 +171,11 @@
         S.array.data.forEach((v, k) => { if (v === "-inf") masked.add(k); });
       }
       h += `<h3>inside the op's backward (per batch and head; rows: queries, columns: keys)</h3>`;
-      if (masked && masked.size) h += `<div class="legend">hatched grey: masked cells (S = −∞ there: the key is hidden from that query)</div>`;
+      if (masked && masked.size) {
+        h += `<div class="legend">hatched grey: masked cells (S = −∞ there: the key is hidden from that query). ` +
+          `dP = dO Vᵀ is computed at every cell, masked ones too, so it may be nonzero there; P = 0 there, ` +
+          `so dS = P ⊙ (dP − D) is 0.</div>`;
+      }
       s.insides.forEach((i) => {
         const what = i.kind === "value" ? `value of ${i.symbol}` : `gradient dL/d${i.symbol.slice(1)}`;
         const sameShape = S && i.array.shape.join() === S.array.shape.join();
@@ -185,7 +214,7 @@
     if (!(id in view.folds)) {
       (view.edgesOutOf[id] || []).forEach((e) => {
         light(e, "arrive");
-        light(view.drawn[e.querySelector("title").textContent.split("->")[1]], "current-out");
+        light(view.drawn[idOf(e).split("->")[1]], "current-out");
       });
       (view.edgesInto[id] || []).forEach((e) => light(e, "send"));
     }
@@ -196,7 +225,7 @@
     panel.innerHTML = render(steps[current]);
     panel.dataset.step = String(current);
     panel.scrollTop = 0;
-    document.getElementById("counter").textContent = `step ${current} / ${steps.length - 1}`;
+    document.getElementById("counter").textContent = `step ${current} (steps 0–${steps.length - 1}: ${steps.length} steps)`;
     document.getElementById("prev").disabled = current === 0;
     document.getElementById("next").disabled = current === steps.length - 1;
     const node = highlight();
@@ -240,7 +269,7 @@
   document.getElementById("graph").addEventListener("click", (event) => {
     const g = event.target.closest("g.node, g.cluster");
     if (!g) return;
-    const id = g.querySelector("title").textContent;
+    const id = idOf(g);
     if (g.classList.contains("cluster")) {
       const path = id.replace(/^cluster_/, "");
       if (view.open.includes(path)) timed(() => fold(path));

@@ -1,0 +1,79 @@
+"""The lesson notebooks: each is exactly what notebooks/build.py makes from its page (so pages and
+notebooks cannot drift apart), and each runs top to bottom in a Jupyter kernel (nbclient).
+
+Starting a kernel per notebook costs seconds each, so the notebooks run one after another in
+one kernel, its namespace cleared (``%reset -f``) before each: as test_docs runs the pages' blocks
+in one process with a fresh namespace per page.
+"""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+jupytext = pytest.importorskip("jupytext", reason="the notebook tests need the dev extra: "
+                               "python -m pip install -e '.[dev]'")
+nbformat = pytest.importorskip("nbformat", reason="python -m pip install -e '.[dev]'")
+nbclient = pytest.importorskip("nbclient", reason="python -m pip install -e '.[dev]'")
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("notebooks_build", NOTEBOOKS / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+def test_every_lesson_page_has_a_notebook_and_only_those():
+    table = "\n".join(line for line in (ROOT / "docs" / "README.md").read_text().splitlines()
+                      if re.match(r"\| \d+ \|", line))                  # the lessons' rows
+    read = set(re.findall(r"\]\((\w+)\.md\)", table)) - {"ops"}      # ops.md: a generated table
+    assert read == set(build.LESSON_PAGES)
+    assert {p.stem for p in NOTEBOOKS.glob("*.ipynb")} == set(build.LESSON_PAGES)
+
+
+@pytest.mark.parametrize("page", build.LESSON_PAGES)
+def test_notebook_is_what_its_page_builds(page):
+    committed = (NOTEBOOKS / f"{page}.ipynb").read_text(encoding="utf-8")
+    assert committed == build.text_of(page), \
+        f"notebooks/{page}.ipynb differs from docs/{page}.md: run python notebooks/build.py"
+
+
+def test_a_changed_page_is_noticed(tmp_path, monkeypatch):
+    """The drift check can fail: a page edited after its notebook was built gives other text."""
+    before = build.text_of("softmax")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "softmax.md").write_text((ROOT / "docs" / "softmax.md").read_text() + "\nOne more line.\n")
+    monkeypatch.setattr(build, "DOCS", docs)
+    assert build.text_of("softmax") != before
+
+
+def test_every_notebook_runs_top_to_bottom():
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import start_new_kernel
+
+    if "python3" not in KernelSpecManager().find_kernel_specs():
+        pytest.skip("no 'python3' Jupyter kernel: python -m pip install ipykernel "
+                    "(or python -m ipykernel install --user)")
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        for page in build.LESSON_PAGES:
+            notebook = nbformat.read(NOTEBOOKS / f"{page}.ipynb", as_version=4)
+            fresh = f"%reset -f\nimport os\nos.chdir({str(ROOT)!r})"          # a clean namespace, at the root
+            notebook.cells.insert(0, nbformat.v4.new_code_cell(fresh))
+            runner = nbclient.NotebookClient(notebook, km=manager, timeout=120, kernel_name="python3")
+            try:
+                runner.execute()
+            except nbclient.exceptions.CellExecutionError as error:
+                pytest.fail(f"notebooks/{page}.ipynb: {str(error)[:2000]}")
+            assert all(o.get("output_type") != "error" for c in notebook.cells for o in c.get("outputs", []))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
