@@ -37,7 +37,7 @@ def _one_pass(kernel: str, n: int, kv_heads: int | None = None) -> Callable[[], 
         return _grouped_pass(kernel, n, kv_heads, rng)
     q, k, v, d_out = (rng.standard_normal((1, 1, n, 64)).astype(np.float32) for _ in range(4))
     if kernel.startswith("torch"):
-        from .torch_side import attention_passes
+        from .sides.peer_torch import attention_passes
         return attention_passes(q, k, v, d_out)[kernel.replace("-", " ")]
     import tinygrad_attn as ta
     from tinygrad_attn import functional as F
