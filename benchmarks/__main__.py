@@ -1,18 +1,24 @@
-"""``python -m benchmarks``: every workload of issue 12, tinygrad_attn beside PyTorch, as one table.
+"""``python -m benchmarks``: tinygrad_attn beside PyTorch, MyGrad and bare NumPy, as one table.
 
-Run from the repository root: ``python -m benchmarks`` (a few minutes on 2 cores, most of it the
-default ``train reverse`` run), ``python -m benchmarks --quick`` (a smoke test of a few seconds),
-``--only train overhead`` to pick workloads, ``--no-torch`` to leave PyTorch out.
+Each side of a comparison runs in its own fresh process, warmed up, in interleaved rounds, every
+side first checked against PyTorch's float64 results (``benchmarks/harness.py``). Run from the
+repository root: ``python -m benchmarks`` (several minutes on 2 cores), ``--quick`` (a smoke test
+of a few seconds), ``--only mlp chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
+A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
+a line saying so.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
 
-WORKLOAD_NAMES = ("train", "attention", "overhead", "memory", "reverse")
+WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse")
+SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
+INSTALL = {"torch": "python -m pip install torch==2.13.0", "mygrad": "python -m pip install mygrad"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,52 +28,84 @@ def build_parser() -> argparse.ArgumentParser:
                         help="2 rounds, small sizes, a 3-step training run: checks that everything runs")
     parser.add_argument("--only", nargs="+", choices=WORKLOAD_NAMES, default=list(WORKLOAD_NAMES),
                         help="the workloads to run (default: all)")
+    parser.add_argument("--sides", nargs="+", choices=SIDE_NAMES, default=list(SIDE_NAMES),
+                        help="the sides to compare (default: all that are installed; ours always runs)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="interleaved rounds per workload (default 9)")
+                        help="interleaved rounds per workload (default 10)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="BLAS/OpenMP threads on both sides (default: the CPU count)")
+                        help="BLAS/OpenMP threads in every process (default: the CPU count)")
     parser.add_argument("--keep-freed-memory", action="store_true",
-                        help="glibc keeps freed memory for reuse in this process, as `tinygrad-attn train` "
-                             "sets it (tinygrad_attn.training.host_memory); both libraries run under it")
+                        help="glibc keeps freed memory for reuse, as `tinygrad-attn train` sets it "
+                             "(tinygrad_attn.training.host_memory); every side's process runs under it")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="what a sample measures: wall-clock time (default), or each process's CPU "
+                             "time, steadier on a loaded machine and fair between sides only with "
+                             "--threads 1 (refused otherwise)")
     parser.add_argument("--idle", type=float, default=0.15,
                         help="seconds idle before each sample, for BLAS threads to stop spinning")
-    parser.add_argument("--no-torch", action="store_true", help="run tinygrad_attn only")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from .harness import set_thread_count
-    set_thread_count(args.threads)          # before NumPy and PyTorch load their thread pools
-    if args.keep_freed_memory:
-        from tinygrad_attn.training.host_memory import keep_freed_memory
-        keep_freed_memory()
-    from .harness import describe_environment, format_table
-    from .workloads import WORKLOADS, Settings
+def set_thread_count(threads: int) -> None:
+    """Ask every BLAS and OpenMP runtime for `threads` threads, here and in every process started
+    from here; works only before NumPy is imported (so this module imports it later)."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
 
-    torch_side = None
-    if not args.no_torch:
-        try:
-            import torch
-        except ImportError:
-            torch = None
-        if torch is not None:
-            torch.set_num_threads(args.threads)
-            from . import torch_side
-    if args.quick:
-        settings = Settings(rounds=args.rounds or 2, attention_sizes=(64,), memory_size=256,
-                            chain_length=20, reverse_steps=3, idle=args.idle)
-    else:
-        settings = Settings(rounds=args.rounds or 9, attention_sizes=(128, 512, 2048), memory_size=4096,
-                            chain_length=200, reverse_steps=None, idle=args.idle)
-    print(describe_environment(args.threads, None if torch_side is None else torch_side.torch))
+
+def installed_sides(asked: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the sides to run, ours first; a line for each asked-for side whose library is missing)."""
+    from .sides import LIBRARY, TITLES
+
+    sides, missing = ["ours"], []
+    for side in asked:
+        if side == "ours" or side in sides:
+            continue
+        library = LIBRARY[side]
+        if library is None or importlib.util.find_spec(library) is not None:
+            sides.append(side)
+        else:
+            missing.append(f"{TITLES[side]}: not installed, its column is left out ({INSTALL[side]}, "
+                           "or the bench extra: python -m pip install -e '.[bench]')")
+    return sides, missing
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.clock == "cpu" and args.threads != 1:
+        parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
+    set_thread_count(args.threads)          # before NumPy loads its thread pool, here and in the workers
+    from .harness import describe_environment, describe_side, format_table
+    from .specs import rows
+    from .workloads import Settings, compare, peak_memory, train_reverse
+
+    sides, missing = installed_sides(args.sides)
+    settings = Settings(rounds=args.rounds or (2 if args.quick else 10), sides=sides, threads=args.threads,
+                        idle=args.idle, target=0.005 if args.quick else 0.05, clock=args.clock,
+                        keep_freed_memory=args.keep_freed_memory, memory_size=256 if args.quick else 4096,
+                        reverse_steps=3 if args.quick else None)
+    print(describe_environment(args.threads))
+    for line in missing:
+        print(line)
     print("glibc malloc keeps freed memory (--keep-freed-memory): "
           f"{'yes' if args.keep_freed_memory else 'no, the default'}")
-    rows = []
-    for name in args.only:
-        rows += WORKLOADS[name](settings, torch_side)
-        print(f"done: {name}", file=sys.stderr, flush=True)
-    print(format_table(rows))
+    described: dict[str, dict] = {}
+    table = []
+    for workload in rows(args.quick):
+        if workload.name in args.only:
+            table.append(compare(workload, settings, described))
+            print(f"done: {workload.label}", file=sys.stderr, flush=True)
+    if "memory" in args.only:
+        table += peak_memory(settings)
+    if "reverse" in args.only:
+        table += train_reverse(settings)
+    for side, info in described.items():
+        print(describe_side(side, info))
+    print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; "
+          f"{'CPU' if args.clock == 'cpu' else 'wall-clock'} time; a peer's "
+          "cell: its median (median over rounds of peer / tinygrad_attn; below 1: the peer is faster)")
+    print(format_table(table, sides))
     return 0
 
 

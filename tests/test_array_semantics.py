@@ -194,3 +194,13 @@ def test_ops_give_inf_or_nan_quietly_and_anomaly_mode_reports_them(build, expect
     np.testing.assert_array_equal(y.data.reshape(-1)[:1], [expected])
     with ta.detect_anomaly(), pytest.raises(ta.AnomalyError, match="holds NaN or Inf"):
         build(x)
+
+
+def test_ops_keep_the_callers_other_float_error_settings_and_restore_them():
+    x = ta.Tensor([-1000.0, 0.0])
+    before = np.geterr()
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow"):
+        x.exp()                     # exp(−1000) underflows, and the caller asked that to raise
+    assert np.geterr() == before
+    np.testing.assert_array_equal(x.exp().data, [0.0, 1.0])     # NumPy's default: underflow ignored
+    assert np.geterr() == before

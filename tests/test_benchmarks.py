@@ -1,16 +1,22 @@
-"""The benchmark suite runs end to end in quick mode without PyTorch and prints a row per workload.
+"""The benchmark suite runs end to end in quick mode, each side in its own process, and prints a
+row per workload; the float64 check that precedes timing catches a side whose results differ.
 
 Timings are not asserted (speed is measured by the suite, not by tests); the BLAS floor's list of
-products is checked against the model's shapes.
+products is checked against the model's shapes, and the MyGrad side (when installed) is checked
+against ours in float64 on every workload.
 """
 
+import importlib.util
 import os
 import re
 
+import numpy as np
 import pytest
 
-from benchmarks.__main__ import main
-from benchmarks.workloads import blas_floor_products
+from benchmarks import __main__ as bench_main
+from benchmarks import specs
+from benchmarks.harness import mismatch
+from benchmarks.sides import bare_numpy, ours
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
@@ -18,29 +24,87 @@ from benchmarks.workloads import blas_floor_products
 def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test
-    assert main(["--quick", "--no-torch", "--idle", "0"]) == 0
+    assert bench_main.main(["--quick", "--sides", "ours", "numpy", "--idle", "0", "--threads", "1"]) == 0
     out = capsys.readouterr().out
-    assert "PyTorch: not used (--no-torch, or not importable): tinygrad_attn side only" in out
-    assert re.search(r"NumPy [\d.]+, BLAS .*OpenBLAS threads in use: \S+", out)
+    assert re.search(r"NumPy [\d.]+, BLAS .*OPENBLAS_NUM_THREADS=1", out)
+    assert re.search(r"tinygrad_attn: NumPy [\d.]+, OpenBLAS threads in use \S+", out)
     assert "glibc malloc keeps freed memory (--keep-freed-memory): no, the default" in out
+    assert "wrong results" not in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    expected = [r"train step \(TinyTransformer, Adam\) +\| [\d.]+ ms +\| - ",
-                r"BLAS floor \(numpy.matmul, the step's GEMMs\) +\| [\d.]+ ms",
-                r"attention fwd\+bwd n=64: plain vs - +\| [\d.]+ ms",
-                r"attention fwd\+bwd n=64: flash vs - +\| [\d.]+ ms",
-                r"op overhead: 20 elementwise ops on \(8, 8\) \+ backward +\| [\d.]+ ms",
-                r"peak memory n=256, 1 head: plain vs - +\| [\d.]+ MiB",
-                r"peak memory n=256, 1 head: flash vs - +\| [\d.]+ MiB",
-                r"peak memory n=256: flash / plain \(ours\) .*\| [\d.]+× ",
+    expected = [r"MLP 16→16→4, batch 8, cross-entropy, SGD step +\| [\d.]+ ms +\| [\d.]+ ms \([\d.]+×\)",
+                r"20 elementwise ops on \(8, 8\) \+ backward +\| [\d.]+ ms \([\d.]+ µs an op\) +\| [\d.]+ ms",
+                r"causal attention n = 32, 2 heads, fwd \+ bwd +\| [\d.]+ ms +\| not implemented",
+                r"TinyTransformer train step \(Adam\), 1 layer, batch 4 × 8 +\| [\d.]+ ms +\| [\d.]+ ms .*"
+                r"matrix products alone",
+                r"peak memory n = 256, 1 head: our plain kernel +\| [\d.]+ MiB",
+                r"peak memory n = 256, 1 head: our flash kernel +\| [\d.]+ MiB",
+                r"peak memory n = 256: flash / plain \(ours\) +\| [\d.]+ ",
                 r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20"]
     assert len(rows) == len(expected), out
     for row, pattern in zip(rows, expected):
         assert re.match(r"\| " + pattern, row), (pattern, row)
 
 
+def test_a_missing_peer_is_left_out_with_a_line_saying_so(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "mygrad" else real(name))
+    sides, missing = bench_main.installed_sides(["ours", "mygrad", "numpy"])
+    assert sides == ["ours", "numpy"]
+    assert missing == ["MyGrad: not installed, its column is left out (python -m pip install mygrad, "
+                       "or the bench extra: python -m pip install -e '.[bench]')"]
+
+
+def test_cpu_clock_is_refused_with_more_than_one_thread():
+    with pytest.raises(SystemExit):
+        bench_main.main(["--clock", "cpu", "--threads", "2"])
+
+
+def test_the_check_catches_a_wrong_gradient_and_allows_rounding():
+    reference = ours.build("mlp", {"widths": (4, 3, 2), "batch": 5}, np.float64).results()
+    by_hand = bare_numpy.build("mlp", {"widths": (4, 3, 2), "batch": 5}, np.float64).results()
+    assert mismatch(by_hand, reference) is None                 # the same math, other summation order
+    wrong = {**by_hand, "fc1.weight": by_hand["fc1.weight"] * (1 + 1e-4)}
+    assert mismatch(wrong, reference) == "fc1.weight: off by 1.0e-04 of its largest magnitude"
+    assert "the reference has" in mismatch({"loss": by_hand["loss"]}, reference)
+    # a gradient that is zero in exact arithmetic is rounding noise on both sides
+    noise = {"loss": np.float64(1.0), "k_bias": np.array([1e-17, -2e-17])}
+    assert mismatch(noise, {"loss": np.float64(1.0), "k_bias": np.array([-3e-17, 1e-17])}) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mygrad") is None, reason="MyGrad is not installed")
+@pytest.mark.parametrize("workload", specs.rows(quick=True), ids=lambda w: w.key)
+def test_mygrad_side_computes_what_ours_does(workload):
+    from benchmarks.sides import peer_mygrad
+
+    reference = ours.build(workload.name, workload.sizes, np.float64).results()
+    assert mismatch(peer_mygrad.build(workload.name, workload.sizes, np.float64).results(), reference) is None
+
+
 def test_blas_floor_has_three_products_per_linear_and_six_per_attention():
-    products = blas_floor_products()
+    products = bare_numpy.blas_floor_products(specs.TRAIN)
     linears = 2 * 6 + 1                                 # 2 layers × (q, k, v, out, fc1, fc2) + head
     assert len(products) == 3 * linears + 6 * 2
     assert products[0] == ((2048, 64), (64, 64))        # X W_Q: 64 · 32 rows
     assert products[-1] == ((256, 32, 32), (256, 32, 16))   # dK = dSᵀ Q over 64 · 4 heads
+
+
+def test_check_costs_prints_a_row_per_variant_and_puts_every_check_back(capsys):
+    from benchmarks import check_costs
+    from tinygrad_attn import engine
+    from tinygrad_attn.guards import inplace
+
+    assert check_costs.main(["chain", "--rounds", "1", "--calls", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in check_costs.VARIANTS:
+        assert re.search(rf"\| {re.escape(name)} \| [\d.]+ \| ", out), out
+    assert engine.inplace is inplace and engine.current_scope.__module__ == "tinygrad_attn.scopes"
+
+
+def test_profile_prints_the_steps_top_functions(capsys):
+    from benchmarks import profile
+
+    assert profile.main(["mlp16", "--calls", "3", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "MLP 16→16→4, batch 8, same step, ours: 3 steps under cProfile; top 5 by own time" in out
+    assert re.search(r"List reduced from \d+ to 5 due to restriction <5>", out)
+    assert "ncalls  tottime  percall  cumtime  percall filename:lineno(function)" in out

@@ -83,6 +83,13 @@ def test_training_comparison_runs_on_a_small_budget():
     assert re.search(r"1 \(none\) \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
 
 
+def test_length_generalisation_runs_on_a_small_budget():
+    out = run_example("09_length_generalisation.py", "--steps", "3", "--lists", "4")
+    cell = r"\s+\d+\.\d% /\s+\d+\.\d% \|"
+    for positions in ("learned", "rope"):
+        assert re.search(rf"^\s*{positions} \|" + cell * 5 + r" \d+ s$", out, re.M), out
+
+
 def test_multi_head_shapes_example():
     out = run_example("06_multi_head_shapes.py")
     assert "P per head                (2, 2, 5, 7)" in out

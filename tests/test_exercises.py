@@ -41,10 +41,11 @@ def check_in_child(path, capsys, *extra):
     return code, capsys.readouterr().out
 
 
-def test_there_are_six_exercises_each_with_a_solution():
+def test_there_are_seven_exercises_each_with_a_solution():
     assert [p.name for p in STUBS] == ["00_scalar_engine.py", "01_softmax_backward.py",
                                        "02_layer_norm_backward.py", "03_attention_backward.py",
-                                       "04_online_softmax.py", "05_numeric_gradient.py"]
+                                       "04_online_softmax.py", "05_numeric_gradient.py",
+                                       "06_rope_backward.py"]
     assert all((ROOT / "exercises" / "solutions" / p.name).is_file() for p in STUBS)
 
 
@@ -59,7 +60,8 @@ def test_reference_solution_passes(stub, capsys):
 def test_untouched_stub_says_what_is_not_implemented(stub, capsys, tmp_path):
     code, out = check(stub, capsys, tmp_path)
     function = {"00": "toposort", "01": "Softmax.backward", "02": "LayerNorm.backward",
-                "03": "Attention.backward", "04": "online_update", "05": "numeric_gradient"}[stub.name[:2]]
+                "03": "Attention.backward", "04": "online_update", "05": "numeric_gradient",
+                "06": "Rope.backward"}[stub.name[:2]]
     assert code == 1
     assert out.startswith(f"{stub.name}: {function} (line ") and "is not implemented yet" in out
     assert re.search(r"Read docs/\w+\.md, write it, then run this check again", out)
@@ -93,6 +95,17 @@ def test_wrong_softmax_backward_is_caught_although_a_sum_loss_would_miss_it(tmp_
                    "(grad - grad.sum(axis=-1, keepdims=True))")
     code, out = check(path, capsys)
     assert code == 1 and "the gradient for input x (the logits)" in out and "worst element (" in out
+
+
+def test_rope_backward_rotating_forward_again_is_caught_in_the_case_with_positions(tmp_path, capsys):
+    # Rotating by +θ instead of −θ: right only where θ = 0, so the first row of case 1 hides it.
+    path = planted(tmp_path, "06_rope_backward.py", "[g1 * cos + g2 * sin, g2 * cos - g1 * sin]",
+                   "[g1 * cos - g2 * sin, g2 * cos + g1 * sin]")
+    code, out = check(path, capsys)
+    assert code == 1
+    assert out.startswith("06_rope_backward.py: case 1 of 3 (5 rows of 4 features, positions 0 … 4; inputs "
+                          "x (5, 4)) failed:\n  Rope.backward: the gradient for input x (the rows to rotate) "
+                          "does not match central differences.")
 
 
 def test_layer_norm_without_the_variance_path_names_x(tmp_path, capsys):

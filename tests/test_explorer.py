@@ -117,7 +117,7 @@ def test_attention_matrices_carry_token_labels_and_masked_scores():
 def test_array_json_spells_non_finite_numbers_as_strings():
     record = array_json(np.array([[1.5, -np.inf], [np.nan, np.inf]]), "x", None)
     assert record == {"shape": [2, 2], "data": [1.5, "-inf", "nan", "inf"],
-                      "rows": ["0", "1"], "cols": ["0", "1"]}
+                      "rows": ["0", "1"], "cols": ["0", "1"], "integer": False}
     assert array_json(None, "x", None) is None
 
 
@@ -163,3 +163,9 @@ def test_bad_input_gets_a_clear_error(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     assert cli.main(["explore", "--out", str(tmp_path / "file" / "e.html")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_masks_and_ids_are_marked_as_integers_so_the_page_shows_no_decimals():
+    assert array_json(np.tril(np.ones((2, 2), bool)), "keep", None)["integer"] is True
+    assert array_json(np.array([1, 2, 3]), "targets", None)["integer"] is True
+    assert array_json(np.ones((2, 2), np.float32), "P", None)["integer"] is False

@@ -61,8 +61,16 @@ def test_forward_saves_only_output_and_log_sum_exp(rng):
 def test_causal_tiles_skip_what_no_query_sees(n_q, n_k, expected):
     """(first row, end row, first key, end key) per tile, blocks of 4: block c meets rows ≥ c only,
     first the top half of its diagonal square (rows c, c + 1) against the keys they see (c, c + 1)."""
-    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": True, "block_size": 4})
+    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": True, "block_size": 4, "window": None})
     assert [(r.start, r.stop, c.start, c.stop) for r, c in flash._tiles(ctx, n_q, n_k)] == expected
+
+
+def test_a_window_skips_the_tiles_below_it():
+    """Window 3, blocks of 4: block 0's last key (3) leaves the window of rows ≥ 6, so its second
+    tile stops at row 6 (rows 2 … 9 without the window); block 4's reaches row 9, block 8's too."""
+    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": True, "block_size": 4, "window": 3})
+    assert [(r.start, r.stop, c.start, c.stop) for r, c in flash._tiles(ctx, 10, 10)] == \
+        [(0, 2, 0, 2), (2, 6, 0, 4), (4, 6, 4, 6), (6, 10, 4, 8), (8, 10, 8, 10)]
 
 
 @pytest.mark.parametrize("is_causal,n_q,n_k,expected", [
@@ -73,7 +81,7 @@ def test_causal_tiles_skip_what_no_query_sees(n_q, n_k, expected):
 def test_tiles_cut_query_rows_in_pieces(is_causal, n_q, n_k, expected, monkeypatch):
     """Key blocks of 4 meet their query rows in pieces of at most 3 rows."""
     monkeypatch.setattr(flash, "_TILE_ROWS", 3)
-    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": is_causal, "block_size": 4})
+    ctx = ta.ops.base.Context(np, (True,) * 3, {"is_causal": is_causal, "block_size": 4, "window": None})
     assert [(r.start, r.stop, c.start, c.stop) for r, c in flash._tiles(ctx, n_q, n_k)] == expected
 
 

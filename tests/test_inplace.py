@@ -31,11 +31,25 @@ def test_edit_of_a_saved_output_names_the_output():
 def test_named_parameter_edited_through_a_view_is_named():
     lin = nn.Linear(3, 2)
     _ = lin.state_dict()
-    x = ta.Tensor(np.ones((4, 3), dtype=np.float32))
+    x = ta.Tensor(np.ones((4, 3), dtype=np.float32), requires_grad=True)    # dx = dy Wᵀ reads W
     loss = lin(x).sum()
     lin.weight.reshape(-1).data[1] += 1.0       # the reshape is a view of the weight's array
     with pytest.raises(RuntimeError, match=r"^linear: input 1 \(weight\) of shape \(3, 2\)"):
         loss.backward()
+
+
+def test_an_array_that_backward_does_not_read_may_change():
+    """A first layer's input needs no gradient, so its backward (dW = xᵀ dy, db) never reads W:
+    W is not kept for backward, and an update of W before backward leaves the gradients right."""
+    lin = nn.Linear(3, 2)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    dy = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    y = lin(ta.Tensor(x))
+    assert set(y.node.ctx.saved) == {"x"}
+    lin.weight.data += 1.0
+    y.backward(dy)
+    np.testing.assert_allclose(lin.weight.grad, x.T @ dy, rtol=1e-6)
+    np.testing.assert_allclose(lin.bias.grad, dy.sum(axis=0), rtol=1e-6)
 
 
 def test_a_change_of_one_bit_or_of_equal_elements_is_seen():

@@ -82,6 +82,8 @@ SKIPPED_WORK = [
     ("softmax", (False,), ("y",)),
     ("log_softmax", (False,), ("probs", "alive")),
     ("cross_entropy", (False,), ("probs", "safe", "counted", "n_counted")),
+    ("linear", (True, False, True), ("x",)),                                    # dx = dy Wᵀ, db
+    ("linear", (False, True, True), ("w",)),                                    # dW = xᵀ dy, db
 ]
 
 

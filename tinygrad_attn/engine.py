@@ -115,19 +115,21 @@ def toposort(root: Tensor) -> list[Tensor]:
     order: list[Tensor] = []
     visited: set[int] = set()
     stack: list[tuple[Tensor, bool]] = [(root, False)]
+    push, pop = stack.append, stack.pop
     while stack:
-        t, expanded = stack.pop()
+        t, expanded = pop()
         if expanded:
             order.append(t)
             continue
         if id(t) in visited:
             continue
         visited.add(id(t))
-        stack.append((t, True))
-        if t.node is not None:
-            for parent in reversed(t.node.parents):
+        push((t, True))
+        node = t.node
+        if node is not None:
+            for parent in reversed(node.parents):
                 if parent is not None and parent.requires_grad and id(parent) not in visited:
-                    stack.append((parent, False))
+                    push((parent, False))
     return order
 
 
@@ -173,8 +175,15 @@ class _Pass:
 
     def visit(self, t: Tensor, trace: bool) -> tuple[Any, ...] | None:
         """Run `t`'s node backward and pass its results on to the parents, returning what it sent;
-        for a leaf, accumulate into ``.grad`` and return None (also when no gradient reached `t`)."""
-        g = self.grads.pop(id(t), None)
+        for a leaf, accumulate into ``.grad`` and return None (also when no gradient reached `t`).
+
+        The op's backward returns one gradient per input; each is summed back to its input's
+        shape and dtype (a call only when they differ) and added to the input's running total.
+        The op contract has no exception: a tuple with one entry per input (a 1-tuple for one
+        input), so a bare array or a wrong count is the op's bug, named here.
+        """
+        grads = self.grads
+        g = grads.pop(id(t), None)
         if g is None:
             return None
         node = t.node
@@ -187,29 +196,28 @@ class _Pass:
         self.shared.add(id(g))
         node.ctx.trace = {} if trace and node.op.insides else None
         # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
-        sent = _run_backward(node, g if node.op.grad_read_only else g.copy())
-        grads = self.grads
-        for parent, s in zip(node.parents, sent):
-            if s is not None:
+        sent = node.op.backward(node.ctx, g if node.op.grad_read_only else g.copy())
+        parents = node.parents
+        if type(sent) is not tuple or len(sent) != len(parents):
+            _refuse_result(node, sent)
+        checked = anomaly.active
+        passed = []
+        for index, (parent, s) in enumerate(zip(parents, sent)):
+            if s is None or parent is None or not parent.requires_grad:
+                s = None
+            else:
+                if checked or s.shape != parent.data.shape or s.dtype != parent.data.dtype:
+                    s = _reduce_to_parent(node, index, parent, s)
                 key = id(parent)
                 grads[key] = s if key not in grads else grads[key] + s
-        return sent
+            passed.append(s)
+        return tuple(passed)
 
 
-def _run_backward(node: Node, grad: Any) -> tuple[Any, ...]:
-    """The node's backward: one gradient per input, each summed back to its input's shape.
-
-    The op contract has no exception: backward returns a tuple with one entry per input (a
-    1-tuple for one input), so a bare array or a wrong count is the op's bug, named here.
-    """
-    sent = node.op.backward(node.ctx, grad)
-    parents = node.parents
-    if type(sent) is not tuple or len(sent) != len(parents):
-        got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
-        raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
-                        f"{len(parents)} gradients (one per input, None where none is needed)")
-    return tuple([None if s is None or p is None or not p.requires_grad else _reduce_to_parent(node, i, p, s)
-                  for i, (p, s) in enumerate(zip(parents, sent))])
+def _refuse_result(node: Node, sent: Any) -> None:
+    got = f"a tuple of {len(sent)}" if isinstance(sent, tuple) else type(sent).__name__
+    raise TypeError(f"{node.op.name}.backward returned {got}, expected a tuple of "
+                    f"{len(node.parents)} gradients (one per input, None where none is needed)")
 
 
 def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:

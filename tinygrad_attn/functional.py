@@ -22,6 +22,7 @@ from .ops import flash as flash_ops
 from .ops import loss as loss_ops
 from .ops import matmul as matmul_ops
 from .ops import norm as norm_ops
+from .ops import rope as rope_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
 from .tensor import Tensor, apply, as_float
@@ -29,8 +30,8 @@ from .tensor import Tensor, apply, as_float
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
            "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
            "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
-           "pad", "relu", "relu6", "scaled_dot_product_attention", "selu", "softmax", "softplus",
-           "softsign"]
+           "pad", "relu", "relu6", "rms_norm", "rope", "scaled_dot_product_attention", "selu", "silu",
+           "softmax", "softplus", "softsign"]
 
 
 def __dir__() -> list[str]:
@@ -238,6 +239,94 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
     return apply(norm_ops.LayerNorm, x, weight, bias, eps=eps)
 
 
+def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
+    """x / √(mean(x²) + eps) ⊙ weight over the last axis (RMSNorm: no mean subtracted, no bias).
+
+    Args:
+        x: the input; each vector along the last axis is normalised on its own.
+        weight: per-feature scale, or None for 1.
+        eps: added to the mean square, so a zero vector gives 0 instead of 0/0.
+
+    Returns:
+        A tensor shaped like `x`; the same values as ``torch.nn.functional.rms_norm`` with this eps.
+
+    Shapes:
+        x `(..., D)`, weight `(D,)`, result `(..., D)`.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> rms_norm(ta.Tensor([[3.0, 4.0]]), eps=0.0).numpy().round(4)
+        array([[0.8485, 1.1314]], dtype=float32)
+    """
+    _check_float("rms_norm", "x", x)
+    if weight is not None and weight.shape != x.shape[-1:]:
+        raise ShapeError(f"rms_norm: weight of shape {weight.shape} does not match the last axis of x "
+                         f"{x.shape}")
+    if not 0 <= eps < math.inf:
+        raise ValueError(f"rms_norm: eps must be a finite number >= 0, got {eps!r}")
+    return apply(norm_ops.RMSNorm, x, weight, eps=eps)
+
+
+def rope(x: Tensor, positions: Any = None, base: float = 10000.0) -> Tensor:
+    """Rotary position embedding: each pair of features (i, i + D/2) of the vector at position p is
+    rotated by the angle p · base^(−2i/D).
+
+    This is the half-split convention, the "rotate_half" form of Hugging Face's Llama (not the
+    interleaved pairs (2i, 2i + 1) of the RoFormer paper): y = x ⊙ cos θ + rotate_half(x) ⊙ sin θ
+    with rotate_half(x) = [−x₂, x₁]. The dot product of a query rotated at position m with a key
+    rotated at position n depends on m − n only.
+
+    Args:
+        x: `(..., T, D)` with D even; queries or keys, heads on a leading axis.
+        positions: the positions of the T rows, an integer array (list, NumPy/CuPy array or
+            Tensor) of length T; default `arange(T)`. Give the absolute positions when the rows
+            continue a sequence (a KV cache's new tokens).
+        base: the angles' base; pair i turns base^(−2i/D) radians per position.
+
+    Returns:
+        A tensor shaped like `x`; its backward rotates the gradient back, dx = R(−θ) dy.
+
+    Raises:
+        ShapeError: x has fewer than 2 axes, D is odd, or positions is not of shape (T,).
+        TypeError: positions are not integers.
+
+    Shapes:
+        x `(..., T, D)`, positions `(T,)`, result `(..., T, D)`.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> rope(ta.Tensor([[1.0, 0.0], [1.0, 0.0]])).numpy().round(4)     # D = 2: one pair, θ = p
+        array([[1.    , 0.    ],
+               [0.5403, 0.8415]], dtype=float32)
+    """
+    _check_float("rope", "x", x)
+    if x.ndim < 2 or x.shape[-1] % 2:
+        raise ShapeError(f"rope: x must be (..., T, D) with D even (features are rotated in pairs "
+                         f"(i, i + D/2)), got shape {x.shape}")
+    if positions is None:
+        positions = xp_for(x.device).arange(x.shape[-2])
+    positions = Tensor(positions.data if isinstance(positions, Tensor) else positions, device=x.device)
+    if positions.dtype.kind not in "iu":
+        raise TypeError(f"rope: positions must be integers, got dtype {positions.dtype}")
+    if positions.shape != x.shape[-2:-1]:
+        raise ShapeError(f"rope: positions must have shape ({x.shape[-2]},), one per row of x {x.shape}, "
+                         f"got {positions.shape}")
+    if not base > 0 or not math.isfinite(base):
+        raise ValueError(f"rope: base must be a finite number > 0, got {base!r}")
+    return apply(rope_ops.Rope, x, positions, base=base)
+
+
+def silu(x: Tensor) -> Tensor:
+    """SiLU (swish), x · σ(x) elementwise, shaped like `x` (``Tensor.silu``): SwiGLU's gate.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> silu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+        array([-0.2689,  0.    ,  0.7311], dtype=float32)
+    """
+    return x.silu()
+
+
 def relu(x: Tensor) -> Tensor:
     """max(x, 0) elementwise, shaped like `x` (``Tensor.relu``; its gradient at 0 is taken as 0).
 
@@ -296,10 +385,17 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,
                scale: float | None, return_weights: bool, dropout_p: float, fused: bool = True,
-               **params: Any) -> Any:
+               enable_gqa: bool = False, window: int | None = None, **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
         _check_float(name, arg, t)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer))
+                               or window < 1 or not is_causal):
+        raise ValueError(f"{name}: window must be an integer >= 1 and needs is_causal=True (query i sees "
+                         f"keys i − window + 1 … i), got window={window!r}, is_causal={is_causal}")
+    if enable_gqa:
+        return _grouped_query_attention(op, name, q, k, v, mask, is_causal, scale, return_weights, dropout_p,
+                                        fused, window=window, **params)
     batch, n_q, n_k = attention_shapes(name, q.shape, k.shape, v.shape)
     # d_k = 0: every score is an empty sum, 0, whatever the scale (1 instead of 1/√0).
     scale = (1 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
@@ -307,11 +403,11 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
         raise ValueError(f"{name}: dropout_p must be in [0, 1), got {dropout_p}")
     keep, bias = (_at_least_2d(m) for m in _mask_inputs(mask, q, batch + (n_q, n_k), name))
     if fused and not return_weights and not dropout_p:
-        return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, **params)
+        return apply(op, q, k, v, keep, bias, scale=scale, is_causal=is_causal, window=window, **params)
     # Unfused, or the weights are asked for or dropped out (so the (n_q, n_k) matrix is held
     # whatever the kernel): build attention from registered ops, each its own backward step.
     if is_causal:
-        causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k))
+        causal = causal_keep(xp_for(q.device), slice(0, n_q), slice(0, n_k), window)
         keep = named(Tensor(combine_keep(None if keep is None else keep.data, causal),
                              device=q.device), "mask")
     k_t = named(k.swapaxes(-1, -2), "Kᵀ")                                # (..., Dk, Tk)
@@ -329,10 +425,52 @@ def _at_least_2d(mask: Tensor | None) -> Tensor | None:
     return Tensor(mask.data.reshape((1,) * (2 - mask.ndim) + mask.shape), device=mask.device)
 
 
+def _grouped_query_attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any,
+                             is_causal: bool, scale: float | None, return_weights: bool, dropout_p: float,
+                             fused: bool, **params: Any) -> Any:
+    """Grouped-query attention without repeating K and V: q (..., Hq, T, D) is viewed as
+    (..., Hkv, G, T, D) and k, v as (..., Hkv, 1, S, D), so kv head j broadcasts over its G = Hq/Hkv
+    query heads j·G … j·G + G − 1 (PyTorch's h // G rule). Backward sums dK and dV over each
+    group: the engine sums a broadcast input's gradient back to its shape (a shared tensor sums
+    the gradients of its uses)."""
+    if min(q.ndim, k.ndim, v.ndim) < 3 or k.shape[-3] != v.shape[-3] or q.shape[-3] % k.shape[-3]:
+        raise ShapeError(f"{name}: enable_gqa needs q (..., Hq, T, D) and k, v (..., Hkv, S, D) with the "
+                         f"same Hkv and Hq divisible by Hkv, got q {q.shape}, k {k.shape}, v {v.shape}")
+    h_q, h_kv = q.shape[-3], k.shape[-3]
+    group = h_q // h_kv
+    q_grouped = named(q.reshape(*q.shape[:-3], h_kv, group, *q.shape[-2:]), "Q by kv head")
+    k_grouped = named(k.reshape(*k.shape[:-3], h_kv, 1, *k.shape[-2:]), "K (one per group)")
+    v_grouped = named(v.reshape(*v.shape[:-3], h_kv, 1, *v.shape[-2:]), "V (one per group)")
+    result = _attention(op, name, q_grouped, k_grouped, v_grouped, _grouped_mask(name, mask, q, h_kv),
+                        is_causal, scale, return_weights, dropout_p, fused, **params)
+
+    def heads(t: Tensor) -> Tensor:                                     # (…, Hkv, G, T, ·) → (…, Hq, T, ·)
+        return t.reshape(*t.shape[:-4], h_q, *t.shape[-2:])
+
+    return (heads(result[0]), heads(result[1])) if return_weights else heads(result)
+
+
+def _grouped_mask(name: str, mask: Any, q: Tensor, h_kv: int) -> Any:
+    """A mask for (..., Hq, Tq, Tk) reshaped for the grouped view (..., Hkv, G, Tq, Tk)."""
+    if mask is None:
+        return None
+    data = Tensor(mask.data if isinstance(mask, Tensor) else mask, device=q.device).data
+    if data.ndim < 3:
+        return data                                                     # (Tq, Tk) fits every head
+    heads = data.shape[-3]
+    if heads == 1:
+        return data[..., None, :, :]
+    if heads != q.shape[-3]:
+        raise ShapeError(f"{name}: mask of shape {data.shape} has {heads} heads on axis -3; need 1 or "
+                         f"the {q.shape[-3]} query heads")
+    return data.reshape(data.shape[:-3] + (h_kv, heads // h_kv) + data.shape[-2:])
+
+
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None,
                                  return_weights: bool = False, fused: bool = True,
-                                 dropout_p: float = 0.0) -> Any:
+                                 dropout_p: float = 0.0, enable_gqa: bool = False,
+                                 window: int | None = None) -> Any:
     """softmax(scale · Q Kᵀ, mask) V as one op with a hand-derived backward.
 
     Args:
@@ -351,6 +489,12 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
         dropout_p: drop each weight with this probability (``dropout``) before multiplying V,
             as PyTorch's argument of that name: pass it while training only. Above 0 the
             weights are built from registered ops, as for `return_weights`.
+        enable_gqa: grouped-query attention, as in PyTorch: q `(..., Hq, n_q, d_k)`, k and v
+            `(..., Hkv, n_k, ·)` with Hq divisible by Hkv; query head h reads kv head
+            h // (Hq / Hkv). K and V are broadcast, never repeated in memory, and dK, dV sum the
+            gradients of the query heads sharing them.
+        window: with `is_causal`, query i sees keys i − window + 1 … i only (a sliding window);
+            None: every key j ≤ i.
 
     Returns:
         The output `(..., n_q, d_v)`, or `(output, weights)` (the weights before dropout).
@@ -358,7 +502,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
 
     Raises:
         ShapeError: d_k of q and k differ, k and v have different n_k, batch axes or the mask
-            do not broadcast (the message names the op and the shapes).
+            do not broadcast (the message names the op and the shapes); with `enable_gqa`, Hq
+            not divisible by Hkv.
+        ValueError: `window` < 1, or a window without `is_causal`.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -369,12 +515,12 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = No
                [1.6697615]], dtype=float32)
     """
     return _attention(attention_ops.ScaledDotProductAttention, "scaled_dot_product_attention",
-                      q, k, v, mask, is_causal, scale, return_weights, dropout_p, fused)
+                      q, k, v, mask, is_causal, scale, return_weights, dropout_p, fused, enable_gqa, window)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
                     scale: float | None = None, return_weights: bool = False,
-                    block_size: int = 256) -> Any:
+                    block_size: int = 256, enable_gqa: bool = False, window: int | None = None) -> Any:
     """The same results as ``scaled_dot_product_attention``, in key blocks of `block_size`.
 
     Forward keeps a running row maximum and sum (online softmax) and saves only the output and
@@ -384,7 +530,9 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     `is_causal`, a key block is paired only with the queries that can see some of it.
 
     Args:
-        q, k, v, mask, is_causal, scale, return_weights: as in ``scaled_dot_product_attention``.
+        q, k, v, mask, is_causal, scale, return_weights, enable_gqa, window: as in
+            ``scaled_dot_product_attention``; with a window, the key blocks wholly outside every
+            query's window are never visited, so the time grows as n · window, not n².
         block_size: keys per block. 256 keeps the tiles big enough for BLAS: at n = 4096 the
             peak memory of forward + backward is about 1/20 of the plain kernel's, and the time
             no worse (``examples/bench_attention.py``).
@@ -408,7 +556,7 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
     if block_size < 1:
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
-                      return_weights, 0.0, block_size=block_size)
+                      return_weights, 0.0, enable_gqa=enable_gqa, window=window, block_size=block_size)
 
 
 # ----- the losses and activations beyond the above, with PyTorch's names and defaults (issue 21) -----

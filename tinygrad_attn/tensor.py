@@ -39,7 +39,7 @@ from .ops import movement as V
 from .ops import reduce as R
 from .ops import shape as S
 from .ops import unary as U
-from .ops.base import Context, Op, quiet_float_errors
+from .ops.base import Context, Op, quiet_float_errors, restore_float_errors, silence_float_errors
 from .scopes import current_scope
 
 __all__ = ["Tensor", "apply", "as_float", "concat", "get_default_dtype", "seed_gradient",
@@ -252,6 +252,7 @@ class Tensor:
     def sigmoid(self) -> Tensor: return apply(E.Sigmoid, as_float(self))
     def relu(self) -> Tensor: return apply(E.Relu, self)
     def gelu(self) -> Tensor: return apply(E.Gelu, as_float(self))
+    def silu(self) -> Tensor: return apply(E.Silu, as_float(self))
 
     # ----- reductions -----
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
@@ -669,34 +670,43 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     """Run `op` on the inputs' arrays and wrap the result, recording a Node if grad is needed.
 
     Every differentiable operation ends here: the methods above, ``functional``, and a new op.
+    It runs for every op, so it reads the inputs in one loop: their arrays, whether each needs a
+    gradient, and that they share one device (arrays of one type do: one type test per input).
     """
-    xp = _array_module(op, inputs)
-    needs_grad = tuple([t is not None and t.requires_grad for t in inputs])
-    ctx = Context(xp, needs_grad, params)
-    with quiet_float_errors():      # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
-        out = op.forward(ctx, *[None if t is None else t.data for t in inputs], **params)
-    node = engine.record(op, ctx, inputs, out) if any(needs_grad) else None
+    arrays: list[Any] = []
+    needs_grad: list[bool] = []
+    first = None
+    for t in inputs:
+        if t is None:
+            arrays.append(None)
+            needs_grad.append(False)
+            continue
+        data = t.data
+        if first is None:
+            first = data
+        elif type(data) is not type(first):
+            _check_one_device(op, inputs)
+        arrays.append(data)
+        needs_grad.append(t.requires_grad)
+    xp = array_module(first)
+    ctx = Context(xp, tuple(needs_grad), params)
+    token = silence_float_errors()  # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+    try:
+        out = op.forward(ctx, *arrays, **params)
+    finally:
+        restore_float_errors(token)
+    node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.active:              # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
     return Tensor._from_op(out, op.name, node)
 
 
-def _array_module(op: type[Op], inputs: tuple[Tensor | None, ...]) -> Any:
-    """NumPy or CuPy, whichever holds the inputs' arrays; DeviceError if they are on two devices.
-
-    Arrays of one type are on one device, so the common case is a type comparison per input;
-    the module is then looked up once per call (``array_module`` imports and probes CuPy once).
-    """
-    first = None
-    for t in inputs:
-        if t is None:
-            continue
-        if first is None:
-            first = t.data
-        elif type(t.data) is not type(first) and device_of(t.data) != device_of(first):
-            devices = ", ".join(x.device for x in inputs if x is not None)
-            raise DeviceError(f"{op.name}: inputs are on different devices ({devices}); move them with .to()")
-    return array_module(first)
+def _check_one_device(op: type[Op], inputs: tuple[Tensor | None, ...]) -> None:
+    """DeviceError naming the op and the devices when the inputs' arrays are on two devices."""
+    devices = [t.device for t in inputs if t is not None]
+    if len(set(devices)) > 1:
+        raise DeviceError(f"{op.name}: inputs are on different devices ({', '.join(devices)}); "
+                          "move them with .to()")
 
 
 def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:

@@ -77,6 +77,13 @@ EXERCISES: dict[str, Exercise] = {
           Case((2, 3, 2), (2, 4, 2), (2, 4, 3), params={"scale": 0.7, "keep": None})))),
     "online_softmax": Exercise("online_update", "docs/flash_attention.md"),
     "numeric_gradient": Exercise("numeric_gradient", "docs/gradient_checking.md"),
+    "rope_backward": Exercise(
+        "Rope", "docs/modern_attention.md", ("x (the rows to rotate)",),
+        (("5 rows of 4 features, positions 0 … 4", Case((5, 4), np.arange(5), params={"base": 10000.0})),
+         ("2 heads × 3 rows of 6 features, positions 7 … 9 (a cached suffix)",
+          Case((2, 3, 6), np.arange(7, 10), params={"base": 10000.0})),
+         ("4 rows of 8 features, positions 3, 0, 3, 12, base 10",
+          Case((4, 8), np.array([3, 0, 3, 12]), params={"base": 10.0})))),
 }
 
 

@@ -46,7 +46,8 @@ __all__ = ["add_parser", "flag", "run"]
 # Every TrainConfig field is a flag: --batch-size for batch_size, except these two.
 _RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}
 # A resumed run keeps the model, the random streams and the optimizer it was started with.
-_FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size", "weight_decay")
+_FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "batch_size", "weight_decay",
+                    "arch")
 
 
 def flag(field: str) -> str:

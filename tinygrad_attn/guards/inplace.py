@@ -49,19 +49,31 @@ def fingerprint(array: Any) -> Any:
 
 def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:
     """(input index or None for the output, array, fingerprint) for each saved array that is an
-    input's or the output's data, each array once."""
+    input's or the output's data, each array once.
+
+    An input's array that the op which made it saved as its output (tanh's output read again by
+    the next mul) keeps that op's fingerprint: an edit in between is caught at that op's node
+    either way, and the array is read once instead of twice.
+    """
     watched: list[tuple[int | None, Any, Any]] = []
     for array in saved.values():
+        then = None
         if array is out:
-            index, then = None, None
+            index = None
         else:
             index = _owner(array, inputs)
             if index is None:
                 continue                    # a private residual, or None
-            then = _output_fingerprint(inputs[index].node, array)
-        if watched and any([array is seen for _, seen, _ in watched]):
-            continue                        # saved twice (x * x): watched once
-        watched.append((index, array, fingerprint(array) if then is None else then))
+            producer = inputs[index].node
+            if producer is not None:
+                for made, seen, print_ in producer.watched:
+                    if made is None and seen is array:
+                        then = print_
+        for _, seen, _ in watched:
+            if seen is array:
+                break                       # saved twice (x * x): watched once
+        else:
+            watched.append((index, array, fingerprint(array) if then is None else then))
     return tuple(watched)
 
 
@@ -73,23 +85,22 @@ def _owner(array: Any, inputs: tuple) -> int | None:
     return None
 
 
-def _output_fingerprint(producer: Any, array: Any) -> Any:
-    """The fingerprint the op that made `array` already took of it, if it saved it (tanh's output
-    read again by the next mul): an edit in between is caught at that op's node either way."""
-    if producer is not None:
-        for index, seen, then in producer.watched:
-            if index is None and seen is array:
-                return then
-    return None
-
-
 def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
     """Refuse to run `node`'s backward (it made `output`) if an array it saved was edited in
-    place since forward: a RuntimeError naming the op, the tensor and where the op sits."""
-    found = _changed(node.watched, verified)
-    if found is None:
-        return
-    index, array = found
+    place since forward: a RuntimeError naming the op, the tensor and where the op sits.
+
+    `verified` holds the ids of arrays already found unchanged in this backward pass (an array
+    saved by two nodes is read once); the arrays are alive, held by their nodes, so ids are stable.
+    """
+    for index, array, then in node.watched:
+        if id(array) in verified:
+            continue
+        if bool(fingerprint(array) != then):
+            _refuse(node, output, index, array)
+        verified.add(id(array))
+
+
+def _refuse(node: Node, output: Tensor, index: int | None, array: Any) -> None:
     which = (f"its output ({tensor_label(output)})" if index is None
              else input_label(index, node.parents[index]))
     raise RuntimeError(
@@ -97,18 +108,3 @@ def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
         "forward pass saved it for backward, so the gradient would be wrong; change values under "
         "ta.no_grad() before building the graph, or run the forward pass again after changing them"
         f"{op_location(node.scope, node.parents, node.site)}")
-
-
-def _changed(watched: tuple, verified: set[int]) -> tuple[int | None, Any] | None:
-    """The first watched (index, array) whose content differs from its fingerprint, else None.
-
-    `verified` holds the ids of arrays already found unchanged in this backward pass (an array
-    saved by two nodes is read once); the arrays are alive, held by their nodes, so ids are stable.
-    """
-    for index, array, then in watched:
-        if id(array) in verified:
-            continue
-        if bool(fingerprint(array) != then):
-            return index, array
-        verified.add(id(array))
-    return None

@@ -1,4 +1,4 @@
-"""The basic layers: Linear, Embedding, LayerNorm, Dropout."""
+"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..ops.shape import GetItem
 from ..tensor import Tensor, apply, get_default_dtype
 from .module import Module, Parameter, check_probability, check_sizes
 
-__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear"]
+__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear", "RMSNorm"]
 
 
 def _uniform(bound: float, *shape: int) -> np.ndarray:
@@ -87,6 +87,26 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(Module):
+    """F.rms_norm over the last axis with a learned scale (ones): Llama's norm, no mean and no bias.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> RMSNorm(4)(ta.randn(2, 3, 4)).shape
+        (2, 3, 4)
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        check_sizes("RMSNorm", dim=dim)
+        if not 0 <= eps < math.inf:
+            raise ValueError(f"RMSNorm: eps must be a finite number >= 0, got {eps!r}")
+        self.eps = eps
+        self.weight = Parameter(np.ones(dim, dtype=get_default_dtype()))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.weight, self.eps)
 
 
 class Dropout(Module):

@@ -16,7 +16,6 @@ to name a model from an outer module built around it after it was called.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -100,17 +99,16 @@ class Module:
         with self.scope():
             return self.forward(*args, **kwargs)
 
-    @contextmanager
-    def scope(self) -> Iterator[None]:
-        """Run code as this module: name its tree if no tree named it yet, then enter its scope.
+    def scope(self) -> scopes.module_scope:
+        """Run code as this module (``with model.scope():``): name its tree if no tree named it
+        yet, and give its scope to enter.
 
         ``__call__`` runs ``forward`` in it; methods that call sub-modules without ``forward``
         (``TinyTransformer.generate``) use it so that nodes record the model's scopes.
         """
         if not self.is_named and scopes.current_scope() is None:
             self.name_tree()
-        with scopes.module_scope(self):
-            yield
+        return scopes.module_scope(self)
 
     def name_tree(self) -> None:
         """Name this module's tree from it: ``path`` on this module ("") and every sub-module,

@@ -1,4 +1,9 @@
-"""A pre-norm transformer block and a tiny decoder-only language model with greedy decoding."""
+"""A pre-norm transformer block and a tiny decoder-only language model with greedy decoding.
+
+Both take the choices that make a GPT-2-style model Llama-style: RMSNorm instead of LayerNorm,
+a SwiGLU MLP instead of GELU, rotary positions instead of learned ones, fewer key/value heads
+than query heads (grouped-query attention), and a sliding attention window.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,11 @@ from ..backend import to_device, to_numpy, xp_for
 from ..engine import no_grad
 from ..tensor import Tensor
 from .attention import LayerCache, MultiHeadAttention
-from .layers import Dropout, Embedding, LayerNorm, Linear
+from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, check_sizes
 
-__all__ = ["MLP", "TinyTransformer", "TransformerBlock"]
+__all__ = ["MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
+           "swiglu_width"]
 
 
 class MLP(Module):
@@ -26,6 +32,45 @@ class MLP(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc2(self.fc1(x).gelu())
+
+
+class SwiGLU(Module):
+    """w2(silu(w1(x)) ⊙ w3(x)), no biases: the gated feed-forward network of Llama (Shazeer, 2020).
+
+    silu(x W1) is the gate, x W3 the value it lets through; W2 maps back to d_model.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> SwiGLU(8, 16)(ta.randn(2, 3, 8)).shape
+        (2, 3, 8)
+    """
+
+    def __init__(self, d_model: int, d_ff: int):
+        check_sizes("SwiGLU", d_model=d_model, d_ff=d_ff)
+        self.w1 = Linear(d_model, d_ff, bias=False)
+        self.w2 = Linear(d_ff, d_model, bias=False)
+        self.w3 = Linear(d_model, d_ff, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        gate = self.w1(x).silu()                                        # silu(x W1) (…, d_ff)
+        gate.name = "gate"
+        return self.w2(gate * self.w3(x))                               # (…, d_model)
+
+
+NORMS = {"layer": LayerNorm, "rms": RMSNorm}
+MLPS = {"gelu": MLP, "swiglu": SwiGLU}
+POSITIONS = ("learned", "rope")
+
+
+def _check_choice(owner: str, name: str, value: str, choices: Any) -> None:
+    if value not in choices:
+        raise ValueError(f"{owner}: {name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def swiglu_width(d_model: int) -> int:
+    """SwiGLU's default hidden width: 8/3 · d_model rounded up to a multiple of 8, so its three
+    matrices hold about as many weights as a GELU MLP's two of width 4 · d_model (as in Llama)."""
+    return -(-8 * d_model // 24) * 8
 
 
 class TransformerBlock(Module):
@@ -41,20 +86,31 @@ class TransformerBlock(Module):
         d_ff: hidden width of the MLP.
         dropout: on the attention weights and on both branches while training.
         fused: passed to ``MultiHeadAttention`` (False: attention from primitives, step by step).
+        norm: "layer" (LayerNorm) or "rms" (RMSNorm) for ln1 and ln2.
+        mlp: "gelu" (``MLP``) or "swiglu" (``SwiGLU``, no biases).
+        n_kv_heads, rope, window: passed to ``MultiHeadAttention`` (grouped-query attention,
+            rotary positions, a sliding window).
 
     Example:
         >>> import tinygrad_attn as ta
         >>> TransformerBlock(8, 2, 32)(ta.randn(2, 5, 8), is_causal=True).shape
         (2, 5, 8)
+        >>> llama = TransformerBlock(8, 2, 24, norm="rms", mlp="swiglu", n_kv_heads=1, rope=True)
+        >>> llama(ta.randn(2, 5, 8), is_causal=True).shape
+        (2, 5, 8)
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-                 fused: bool = True):
+                 fused: bool = True, norm: str = "layer", mlp: str = "gelu", n_kv_heads: int | None = None,
+                 rope: bool = False, window: int | None = None):
         check_sizes("TransformerBlock", d_model=d_model, num_heads=num_heads, d_ff=d_ff)
-        self.ln1 = LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused)
-        self.ln2 = LayerNorm(d_model)
-        self.mlp = MLP(d_model, d_ff)
+        _check_choice("TransformerBlock", "norm", norm, NORMS)
+        _check_choice("TransformerBlock", "mlp", mlp, MLPS)
+        self.ln1 = NORMS[norm](d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused,
+                                       n_kv_heads=n_kv_heads, rope=rope, window=window)
+        self.ln2 = NORMS[norm](d_model)
+        self.mlp = MLPS[mlp](d_model, d_ff)
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Any = None, is_causal: bool = False,
@@ -80,6 +136,13 @@ class TinyTransformer(Module):
         d_ff: hidden width of each MLP (default 4 · d_model).
         dropout: dropout probability in every block.
         fused: passed to every block's attention (False: attention from primitives).
+        norm: "layer" or "rms", for every block and the final norm ``ln_f``.
+        mlp: "gelu" or "swiglu" (its d_ff defaults to ``swiglu_width(d_model)``, about 8/3 ·
+            d_model, so that it has as many weights as the GELU MLP).
+        positions: "learned" (a position embedding table of max_len rows added to the token
+            embeddings) or "rope" (no table: every block rotates Q and K by their positions).
+        n_kv_heads, window: passed to every block's attention (grouped-query attention, a
+            sliding window).
 
     The embeddings' sum is named ``X`` and the output ``logits`` in steps and drawings.
 
@@ -93,16 +156,22 @@ class TinyTransformer(Module):
     """
 
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
-                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True):
+                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True,
+                 norm: str = "layer", mlp: str = "gelu", positions: str = "learned",
+                 n_kv_heads: int | None = None, window: int | None = None):
         check_sizes("TinyTransformer", vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
                     max_len=max_len, **({} if d_ff is None else {"d_ff": d_ff}))
         check_sizes("TinyTransformer", minimum=0, num_layers=num_layers)
+        for name, value, choices in (("norm", norm, NORMS), ("mlp", mlp, MLPS),
+                                     ("positions", positions, POSITIONS)):
+            _check_choice("TinyTransformer", name, value, choices)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.tok_emb = Embedding(vocab_size, d_model)
-        self.pos_emb = Embedding(max_len, d_model)
-        d_ff = 4 * d_model if d_ff is None else d_ff
-        self.blocks = [TransformerBlock(d_model, num_heads, d_ff, dropout, fused) for _ in range(num_layers)]
-        self.ln_f = LayerNorm(d_model)
+        self.pos_emb = Embedding(max_len, d_model) if positions == "learned" else None
+        d_ff = d_ff if d_ff is not None else 4 * d_model if mlp == "gelu" else swiglu_width(d_model)
+        self.blocks = [TransformerBlock(d_model, num_heads, d_ff, dropout, fused, norm, mlp, n_kv_heads,
+                                        positions == "rope", window) for _ in range(num_layers)]
+        self.ln_f = NORMS[norm](d_model)
         self.head = Linear(d_model, vocab_size)
 
     def forward(self, ids: Any) -> Tensor:
@@ -124,8 +193,9 @@ class TinyTransformer(Module):
         if start + ids.shape[1] > self.max_len:
             raise ValueError(f"TinyTransformer: sequence of length {start + ids.shape[1]} is longer "
                              f"than max_len {self.max_len}")
-        positions = xp_for(self.head.weight.device).arange(start, start + ids.shape[1])
-        x = self.tok_emb(ids) + self.pos_emb(positions)                 # (B, T, D)
+        x = self.tok_emb(ids)                                           # (B, T, D)
+        if self.pos_emb is not None:                                    # RoPE: positions act in attention
+            x = x + self.pos_emb(xp_for(self.head.weight.device).arange(start, start + ids.shape[1]))
         x.name = "X"
         for i, block in enumerate(self.blocks):
             x = block(x, is_causal=True, cache=None if caches is None else caches[i],

@@ -13,8 +13,8 @@ import numpy as np
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Add", "Div", "Exp", "Gelu", "Log", "Mul", "Neg", "Pow", "Relu", "Sigmoid", "Sqrt", "Sub",
-           "Tanh"]
+__all__ = ["Add", "Div", "Exp", "Gelu", "Log", "Mul", "Neg", "Pow", "Relu", "Sigmoid", "Silu", "Sqrt",
+           "Sub", "Tanh"]
 
 
 _BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)), Case((), (2, 3)))
@@ -257,6 +257,30 @@ class Sigmoid(Op):
         """σ'(x) = σ(x)(1 − σ(x)) = y(1 − y)."""
         y = ctx.saved["y"]
         return (grad * y * (1 - y) if ctx.needs_grad[0] else None,)
+
+
+@register
+class Silu(Op):
+    """y = x · σ(x) (SiLU, also called swish): the gate of a SwiGLU MLP."""
+
+    name = "silu"
+    formula = {"x": "dx = dy ⊙ s ⊙ (1 + x(1 − s)), s = σ(x)"}
+    residuals = {"x": "x (the input)", "s": "σ(x)"}
+    cases = _UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        s = 0.5 * (1 + ctx.xp.tanh(0.5 * x))           # σ(x), without overflow (see Sigmoid)
+        ctx.save(x=x, s=s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        """d(x·σ(x))/dx = σ(x) + x·σ(x)(1 − σ(x)) = s(1 + x(1 − s)) (product rule, σ' = σ(1 − σ))."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        x, s = ctx.saved["x"], ctx.saved["s"]
+        return (grad * s * (1 + x * (1 - s)),)
 
 
 @register

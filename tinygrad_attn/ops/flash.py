@@ -7,7 +7,9 @@ P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array.
 its query rows in pieces of at most ``_TILE_ROWS`` rows, so a tile is at most (_TILE_ROWS, block).
 With ``is_causal``, a key block starting at column c is only paired with the query rows i ≥ c,
 the rows that can see some of its keys: the tiles above the diagonal are skipped, and so is the
-masked top right quarter of each block's diagonal square (see ``_tiles``).
+masked top right quarter of each block's diagonal square (see ``_tiles``). With a sliding window
+w as well, only the rows i < c + block + w − 1 see the block: the tiles below the window are
+skipped too, so the work grows as n · (w + block), not n².
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..guards.shapes import attention_shapes
+from .attention import group_summed_product, shared_batch
 from .base import Case, Op
 from .masking import causal_keep, mask_scores_in_place
 from .registry import register
@@ -30,8 +33,8 @@ _FLOAT_ROW_MASKED = np.array([[0.0, 0.5, -1.0]] * 6)
 _FLOAT_ROW_MASKED[1] = -np.inf                                        # query 1: every key −inf
 
 
-def _params(scale: float, is_causal: bool, block_size: int) -> dict:
-    return {"scale": scale, "is_causal": is_causal, "block_size": block_size}
+def _params(scale: float, is_causal: bool, block_size: int, window: int | None = None) -> dict:
+    return {"scale": scale, "is_causal": is_causal, "block_size": block_size, "window": window}
 
 
 def _tile(mask, rows: slice, cols: slice):
@@ -57,16 +60,19 @@ def _tiles(ctx, n_q: int, n_k: int) -> list[tuple[slice, slice]]:
     after its last row (query i sees keys j ≤ i: later keys are masked for every row of the tile).
     The first piece is the top half of the block's diagonal square, rows c … c + block/2 − 1, so
     it stops at key c + block/2 − 1: a quarter of the square, masked, is never computed.
+    With a window w, the block's last key (stop − 1) leaves the window of every row from
+    stop − 1 + w on: the block's rows end there.
     docs/flash_attention.md draws the tiles ("The tiles, drawn").
     """
     tiles = []
     for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size):
         stop = min(start + ctx.block_size, n_k)
+        end = n_q if ctx.window is None else min(n_q, stop - 1 + ctx.window)
         if ctx.is_causal:
-            tops = [start, *range(min(start + max(ctx.block_size // 2, 1), n_q), n_q, _TILE_ROWS)]
+            tops = [start, *range(min(start + max(ctx.block_size // 2, 1), end), end, _TILE_ROWS)]
         else:
             tops = list(range(0, n_q, _TILE_ROWS))
-        for top, bottom in zip(tops, [*tops[1:], n_q]):
+        for top, bottom in zip(tops, [*tops[1:], end]):
             tiles.append((slice(top, bottom), slice(start, min(stop, bottom) if ctx.is_causal else stop)))
     return tiles
 
@@ -76,12 +82,15 @@ def _tile_scores(ctx, q_scaled, k, keep, bias, rows: slice, cols: slice):
 
     A causal tile starts on or below the diagonal (rows.start ≥ cols.start). Only its rows
     i < cols.stop, on the block's diagonal square, see part of the block (keys j ≤ i); the rows
-    below see all of it. So the causal mask is set, in place, on those rows alone.
+    below see all of it. So the causal mask is set, in place, on those rows alone. With a window
+    the rows from cols.start + w on lose keys at the other end: the tile is masked whole then.
     """
     xp = ctx.xp
     scores = q_scaled[..., rows, :] @ xp.swapaxes(k[..., cols, :], -1, -2)
     scores = mask_scores_in_place(xp, scores, _tile(keep, rows, cols), _tile(bias, rows, cols))
-    if ctx.is_causal and rows.start < cols.stop:
+    if ctx.window is not None and rows.stop > cols.start + ctx.window:
+        mask_scores_in_place(xp, scores, causal_keep(xp, rows, cols, ctx.window), None)
+    elif ctx.is_causal and rows.start < cols.stop:
         square = slice(rows.start, min(rows.stop, cols.stop))
         diagonal_rows = scores[..., :square.stop - rows.start, :]         # a view: masked in place
         mask_scores_in_place(xp, diagonal_rows, causal_keep(xp, square, cols), None)
@@ -132,7 +141,14 @@ class FlashAttention(Op):
                   params=_params(0.6, False, 2)),
              Case((4, 3), (5, 3), (5, 2), _QUERY_OFF, None, params=_params(0.6, False, 1)),
              Case((4, 3), (4, 3), (4, 2), None, np.array([[0.2, -0.4, 0.0, 0.9]]),
-                  params=_params(0.5, True, 8)))
+                  params=_params(0.5, True, 8)),
+             # Grouped-query attention (groups of 2 with a window of 3 over blocks of 2; one group
+             # of all 3 heads); a window of 1 whose only key is masked for query 2 (a row all masked).
+             Case((1, 2, 2, 7, 3), (1, 2, 1, 7, 3), (1, 2, 1, 7, 2), None, None,
+                  params=_params(0.5, True, 2, 3)),
+             Case((1, 3, 4, 2), (1, 1, 5, 2), (1, 1, 5, 3), _FIRST_OFF, None, params=_params(0.6, False, 2)),
+             Case((5, 3), (5, 3), (5, 2), np.array([[True, True, False, True, True]]), None,
+                  params=_params(0.7, True, 2, 1)))
     insides = (("L", "L = m + log l, the row log-sum-exp forward saved (+inf on a fully masked row)"),
                ("D", "D = rowsum(dO ⊙ O) = rowsum(dP ⊙ P)"),
                ("S", "S = scale · Q Kᵀ, recomputed block by block (−inf where masked)"),
@@ -144,7 +160,7 @@ class FlashAttention(Op):
                ("dV", "dV = Pᵀ dO"))
 
     @staticmethod
-    def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size):
+    def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size, window=None):
         xp = ctx.xp
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         # The docs' running values per query row: m, the largest score so far; l = Σ exp(s − m);
@@ -187,8 +203,10 @@ class FlashAttention(Op):
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
         D = rowsum(xp, grad * ctx.saved["out"]) if need_s else None     # (..., Tq, 1)
-        dQ, dK, dV = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
-                      for x, need in ((q, need_q), (k, need_k), (v, need_v)))
+        # A kv head shared by a group of query heads gets the group's sum (group_summed_product).
+        dQ, dK, dV = (xp.zeros(shape + x.shape[-2:], dtype=grad.dtype) if need else None
+                      for x, shape, need in ((q, batch, need_q), (k, shared_batch(batch, k.shape), need_k),
+                                             (v, shared_batch(batch, v.shape), need_v)))
         shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
         for rows, cols in _tiles(ctx, n_q, n_k):
             P = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # S_B: (..., R, B)
@@ -198,7 +216,7 @@ class FlashAttention(Op):
             xp.exp(P, out=P)                                            # P_B, as in forward
             dO = grad[..., rows, :]
             if need_v:
-                dV[..., cols, :] += xp.swapaxes(P, -1, -2) @ dO
+                dV[..., cols, :] += group_summed_product(xp, P, dO, v.shape)
             if shown is not None:
                 shown.put("P", rows, cols, P)
             if need_s:
@@ -212,7 +230,7 @@ class FlashAttention(Op):
                 if need_q:
                     dQ[..., rows, :] += dS @ k[..., cols, :]
                 if need_k:
-                    dK[..., cols, :] += xp.swapaxes(dS, -1, -2) @ q[..., rows, :]
+                    dK[..., cols, :] += group_summed_product(xp, dS, q[..., rows, :], k.shape)
                 del dS
             del P                             # freed before the next tiles are made, not after
         for d in (dQ, dK):                                             # S = scale · Q Kᵀ

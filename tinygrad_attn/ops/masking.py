@@ -2,8 +2,8 @@
 
 A boolean ``keep`` marks the positions that take part (True); a float ``bias`` is added to the
 logits. Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros,
-never NaN. ``is_causal`` is one more keep mask (query i sees key j when j ≤ i), combined with
-the user's by "and".
+never NaN. ``is_causal`` is one more keep mask (query i sees key j when j ≤ i; with a sliding
+window w, only when i − w < j ≤ i), combined with the user's by "and".
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ def mask_scores_in_place(xp: Any, scores: Any, keep: Any, bias: Any) -> Any:
     return scores
 
 
-def causal_keep(xp: Any, rows: slice, cols: slice) -> Any:
-    """Booleans (rows, cols) for query rows × key columns: query i sees key j when j ≤ i.
+def causal_keep(xp: Any, rows: slice, cols: slice, window: int | None = None) -> Any:
+    """Booleans (rows, cols) for query rows × key columns: query i sees key j when j ≤ i, and
+    with a `window` w only the keys i − w + 1 … i (a sliding window).
 
     Queries and keys are aligned top-left (as in PyTorch), also when n_q ≠ n_k: with more keys
     than queries the last keys are seen by nobody; with more queries, the late ones see every key.
     """
-    return xp.arange(rows.start, rows.stop)[:, None] >= xp.arange(cols.start, cols.stop)[None, :]
+    distance = xp.arange(rows.start, rows.stop)[:, None] - xp.arange(cols.start, cols.stop)[None, :]
+    return distance >= 0 if window is None else (distance >= 0) & (distance < window)
 
 
 def combine_keep(keep: Any, causal: Any) -> Any:

@@ -76,7 +76,13 @@ class Linear(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        ctx.save(x=x, w=weight)
+        # Backward reads x only for dW and W only for dx, so each is kept (and fingerprinted for
+        # in-place edits, a read of the whole array) only when that gradient is asked for: a first
+        # layer, whose input needs no gradient, keeps x and not W.
+        if ctx.needs_grad[1]:
+            ctx.save(x=x)
+        if ctx.needs_grad[0]:
+            ctx.save(w=weight)
         y = _shared_matrix_product(x, weight)
         if bias is None:
             return y
@@ -89,7 +95,7 @@ class Linear(Op):
     def backward(ctx, grad):
         """With X (r, in) and G (r, out) the rows of x and dy: dx = G Wᵀ, dW = Xᵀ G (the sum of
         every row's outer product in one GEMM), db = Σ over the rows of G."""
-        grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved["x"], ctx.saved["w"], grad)
+        grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved.get("x"), ctx.saved.get("w"), grad)
         return grad_x, grad_w, _rows(grad).sum(axis=0) if ctx.needs_grad[2] else None
 
 
@@ -101,9 +107,9 @@ def _shared_matrix_product(a, b):
 def _shared_matrix_backward(ctx, a, b, grad):
     """(..., n, k) @ (k, m) as rows: with A₂ (r, k) and G₂ (r, m) the operands' rows stacked,
     dA = G·Bᵀ and dB = A₂ᵀ·G₂, which is Σ over the batch of Aᵢᵀ·Gᵢ in one GEMM (no batched
-    product left for the engine to sum)."""
+    product left for the engine to sum). `a` is read only for dB and `b` only for dA."""
     grad2 = _rows(grad)                     # (r, m)
-    grad_a = (grad2 @ b.T).reshape(a.shape) if ctx.needs_grad[0] else None
+    grad_a = (grad2 @ b.T).reshape(grad.shape[:-1] + b.shape[:1]) if ctx.needs_grad[0] else None
     grad_b = _rows(a).T @ grad2 if ctx.needs_grad[1] else None
     return grad_a, grad_b
 

@@ -1,4 +1,4 @@
-"""Layer normalisation over the last axis, as one op with a fused backward.
+"""Normalisation over the last axis (layer norm, RMS norm), each one op with a fused backward.
 
 A float16 input is normalised in float32 (mean and variance accumulated there) and the result cast
 back to float16, as PyTorch does.
@@ -14,7 +14,7 @@ from .base import Case, Op, cast_back, single_for_half
 from .registry import register
 from .rowsum import rowsum
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "RMSNorm"]
 
 
 @register
@@ -78,3 +78,43 @@ class LayerNorm(Op):
         return (grad_x,
                 grad * x_hat if ctx.needs_grad[1] else None,
                 grad if ctx.needs_grad[2] else None)
+
+
+@register
+class RMSNorm(Op):
+    """y = x̂ ⊙ w with x̂ = x · rstd, rstd = 1/√(mean(x²) + eps) over the last axis: layer norm
+    without the mean subtracted and without the bias."""
+
+    name = "rms_norm"
+    formula = {
+        "x": "dx = rstd ⊙ (ĝ − x̂ ⊙ mean(ĝ ⊙ x̂)),  ĝ = dy ⊙ w",
+        "weight": "dw = Σ dy ⊙ x̂",
+    }
+    residuals = {"x_hat": "x̂ (the normalised input)", "rstd": "1/rms per row", "weight": "γ (the weight)"}
+    cases = (Case((3, 5), (5,), params={"eps": 1e-6}),
+             Case((2, 3, 4), None, params={"eps": 1e-6}),
+             Case((2, 4), (4,), params={"eps": 0.5}))
+
+    @staticmethod
+    def forward(ctx, x, weight, *, eps):
+        if x.dtype == np.float16:       # statistics in float32, as in LayerNorm
+            return cast_back(RMSNorm.forward(ctx, *single_for_half(x, weight), eps=eps), x.dtype)
+        xp = ctx.xp
+        ctx.inv_n = 1 / x.shape[-1] if x.shape[-1] else math.nan     # a mean of nothing is NaN
+        rstd = 1 / xp.sqrt(rowsum(xp, x * x) * ctx.inv_n + eps)
+        x_hat = x * rstd
+        ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
+        return x_hat if weight is None else x_hat * weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        """With ĝ = dy ⊙ w: dx = rstd·(ĝ − x̂·mean(ĝ ⊙ x̂)), layer norm's formula without the
+        path through the mean; the second term is the path through rstd. dw = Σ dy ⊙ x̂."""
+        xp = ctx.xp
+        x_hat, rstd, weight = ctx.saved["x_hat"], ctx.saved["rstd"], ctx.saved["weight"]
+        grad_x = None
+        if ctx.needs_grad[0]:
+            g_hat = grad if weight is None else grad * weight
+            grad_x = g_hat - x_hat * (rowsum(xp, g_hat * x_hat) * ctx.inv_n)
+            grad_x *= rstd
+        return grad_x, grad * x_hat if ctx.needs_grad[1] else None

@@ -9,7 +9,15 @@ from typing import Any
 
 from ..backend import DEVICES
 
-__all__ = ["TrainConfig", "config_from_dict"]
+__all__ = ["ARCHS", "TrainConfig", "config_from_dict"]
+
+
+# The TinyTransformer options of each architecture; "llama" also halves the key/value heads
+# (training.loop.make_model).
+ARCHS: dict[str, dict[str, str]] = {
+    "default": {},
+    "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope"},
+}
 
 
 def _setting(default: Any, meaning: str) -> Any:
@@ -47,6 +55,8 @@ class TrainConfig:
     seed: int = _setting(0, "seeds the initial weights and the training batches")
     device: str = _setting("cpu", "cpu (NumPy) or cuda (CuPy)")
     eval_size: int = _setting(500, "held-out prompts for the final accuracy")
+    arch: str = _setting("default", "default (LayerNorm, GELU MLP, learned positions) or llama (RMSNorm, "
+                                    "SwiGLU, RoPE, half as many key/value heads as query heads)")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -73,6 +83,8 @@ class TrainConfig:
                              f"decays from lr down to min_lr, so min_lr must be at most lr")
         if self.device not in DEVICES:
             raise ValueError(f"TrainConfig: unknown device {self.device!r}: expected one of {DEVICES}")
+        if self.arch not in ARCHS:
+            raise ValueError(f"TrainConfig: unknown arch {self.arch!r}: expected one of {tuple(ARCHS)}")
 
 
 def config_from_dict(values: dict[str, Any]) -> TrainConfig:

@@ -29,7 +29,7 @@ from ..creation import manual_seed
 from ..nn import TinyTransformer
 from ..optim import AdamW, clip_grad_norm, warmup_cosine
 from ..tensor import Tensor
-from .config import TrainConfig
+from .config import ARCHS, TrainConfig
 from .interrupts import interrupts_between_steps
 from .random_state import restore_rng_states, rng_states
 from .tasks import IGNORE, VOCAB, Task, get_task
@@ -75,14 +75,23 @@ class TrainState:
 def make_model(task: str | Task, config: TrainConfig) -> TinyTransformer:
     """A TinyTransformer sized by `config` for `task`, initialised from ``config.seed``.
 
+    With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, and
+    grouped-query attention with half as many key/value heads as query heads (one for an odd
+    number of heads).
+
     Example:
         >>> make_model("add", TrainConfig(d_model=16)).max_len      # 8 prompt + 5 answer tokens
         13
+        >>> make_model("add", TrainConfig(d_model=16, arch="llama")).blocks[0].attn.n_kv_heads
+        2
     """
     task = get_task(task)
     manual_seed(config.seed)
+    options: dict[str, Any] = dict(ARCHS[config.arch])
+    if config.arch == "llama":
+        options["n_kv_heads"] = config.num_heads // 2 if config.num_heads % 2 == 0 else 1
     model = TinyTransformer(len(VOCAB), config.d_model, config.num_heads, config.num_layers,
-                            max_len=task.max_prompt + task.max_answer, dropout=config.dropout)
+                            max_len=task.max_prompt + task.max_answer, dropout=config.dropout, **options)
     return model.to(config.device)
 
 

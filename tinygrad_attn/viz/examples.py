@@ -20,8 +20,8 @@ from ..guards.labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
 
-__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "mha", "mlp",
-           "model"]
+__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
+           "mlp", "model"]
 
 
 WORDS = ("the", "cat", "sat", ".")
@@ -169,5 +169,23 @@ def model(fused: bool = True) -> Example:
     return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
 
 
+def llama(fused: bool = True) -> Example:
+    """One Llama-style block (RMSNorm, RoPE, 2 query heads sharing 1 kv head, SwiGLU) on 'the cat sat'."""
+    manual_seed(0)
+    net = TinyTransformer(vocab_size=len(WORDS), d_model=8, num_heads=2, num_layers=1, max_len=4, d_ff=8,
+                          fused=fused, norm="rms", mlp="swiglu", positions="rope", n_kv_heads=1)
+    ids, targets = np.array([[0, 1, 2]]), np.array([[1, 2, 3]])
+    logits = net(ids)
+    tokens = tuple(WORDS[i] for i in ids[0])
+    intro = "\n".join([
+        f"input    {' '.join(tokens)}   (ids {ids[0].tolist()}, batch 1; position i sees positions ≤ i)",
+        f"targets  {' '.join(WORDS[t] for t in targets[0])}   (the next word after each position)",
+        "model: token embeddings (no position table), then x + attn(rms_norm(x)) with RoPE on Q and K and "
+        "query heads 0 and 1 both reading kv head 0, then x + swiglu(rms_norm(x)), rms_norm, linear head",
+        "predicted probabilities, value of softmax(logits) (rows: positions, columns: next word):",
+        _matrix(_probabilities(logits), list(tokens), list(WORDS))])
+    return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
+
+
 DEMOS: dict[str, Callable[..., Example]] = {
-    "head": head, "mlp": mlp, "mha": mha, "block": block, "model": model}
+    "head": head, "mlp": mlp, "mha": mha, "block": block, "model": model, "llama": llama}

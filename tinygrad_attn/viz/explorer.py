@@ -47,7 +47,8 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
     data = [v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
             for v in values.reshape(-1).tolist()]
     rows, cols = axis_labels(name, values.shape, tokens, vocab)
-    return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols}
+    integer = to_numpy(array).dtype.kind in "biu"          # masks, ids: shown as 1, 0, 3
+    return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols, "integer": integer}
 
 
 def step_json(step: Step) -> dict[str, Any]:

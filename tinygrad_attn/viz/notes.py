@@ -16,7 +16,7 @@ from .. import engine
 from ..backend import to_numpy
 from ..guards.labels import scope_name, tensor_label
 
-__all__ = ["Notes", "TINY", "attention_zeros", "is_parameter"]
+__all__ = ["Notes", "TINY", "attention_zeros", "format_value", "is_parameter", "shared_kv_heads"]
 
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
@@ -64,6 +64,7 @@ class Notes:
                              "the fused attention step (without --unfused) prints S with −inf at the "
                              "masked cells")
             notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None)
+        notes += shared_kv_heads(node, inside, event)
         notes += _key_bias_zero(t, node, event)
         if node.op.name == "getitem" and event.sent[0] is not None:
             notes += _unpicked_zero(node)
@@ -115,6 +116,39 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
                              f"one-hot), and dS = P ⊙ (dP − rowsum(dP ⊙ P)) = 0 when one P is 1 and "
                              f"the rest 0")
     return notes
+
+
+def shared_kv_heads(node: Any, inside: dict[str, np.ndarray], event: engine.BackwardEvent) -> list[str]:
+    """Grouped-query attention: which query heads read each kv head, and dK, dV as sums over them.
+
+    In the grouped view q is (B, Hkv, G, T, D) and k, v are (B, Hkv, 1, S, D): a kv head is
+    broadcast over its G query heads, so the gradient sent to it is the sum of the G parts the
+    backward computed (the inside dK and dV, one matrix per query head).
+    """
+    if node.op.name not in ("scaled_dot_product_attention", "flash_attention"):
+        return []
+    q, k = node.parents[0], node.parents[1]
+    if "dK" not in inside and "dV" not in inside or q.ndim != 5 or k.ndim != 5 or k.shape[2] != 1 \
+            or q.shape[2] == 1:
+        return []
+    group = q.shape[2]
+    notes = [f"kv head {j} is read by query heads {', '.join(str(j * group + g) for g in range(group))}"
+             for j in range(k.shape[1])]
+    for symbol, position in (("dK", 1), ("dV", 2)):
+        if symbol not in inside or event.sent[position] is None:
+            continue
+        parts = inside[symbol][0, 0, :, 0, :]                           # batch 0, kv head 0, row 0
+        column = int(np.abs(parts).sum(axis=0).argmax())
+        summed = to_numpy(event.sent[position])[0, 0, 0, 0, column]
+        terms = " + ".join(format_value(v) for v in parts[:, column])
+        notes.append(f"{symbol} of a shared kv head is the sum of its query heads' parts (the inside "
+                     f"{symbol} above, one matrix per query head): e.g. kv head 0, row 0, column {column}: "
+                     f"{terms} = {format_value(summed)}")
+    return notes
+
+
+def format_value(value: float) -> str:
+    return f"{value:.4f}" if abs(value) >= 5e-5 else f"{value:.0e}"
 
 
 def _matrix_name(m: int, count: int) -> str:

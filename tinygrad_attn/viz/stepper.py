@@ -222,7 +222,7 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
     lines: list[str] = []
     for index, matrix in zip(lead, matrices):
         if index:
-            lines.append(f"{indent}[{_lead_label(index, values.ndim)}]")
+            lines.append(f"{indent}[{_lead_label(index, values.shape)}]")
         cells = [[show(v) for v in row] for row in matrix]
         width = max(len(c) for row in cells + [cols] for c in row) + 2
         pad = max(len(r) for r in rows) if values.ndim >= 2 else 0
@@ -232,9 +232,15 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
     return lines
 
 
-def _lead_label(index: tuple[int, ...], ndim: int) -> str:
-    """'batch 0, head 1' for (B, H, rows, cols) arrays, else the indices."""
-    names = ("batch", "head") if ndim == 4 else ("batch",) if ndim == 3 else ()
+def _lead_label(index: tuple[int, ...], shape: tuple[int, ...]) -> str:
+    """'batch 0, head 1' for (B, H, rows, cols) arrays; 'batch 0, kv head 0, query head 1' for
+    grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g), 'batch 0, kv head 0'
+    for a key or value (B, Hkv, 1, rows, cols) that its group shares; else the indices."""
+    if len(shape) == 5:
+        batch, kv_head, member = index
+        shared = "" if shape[2] == 1 else f", query head {kv_head * shape[2] + member}"
+        return f"batch {batch}, kv head {kv_head}{shared}"
+    names = ("batch", "head") if len(shape) == 4 else ("batch",) if len(shape) == 3 else ()
     if len(names) == len(index):
         return ", ".join(f"{n} {i}" for n, i in zip(names, index))
     return ", ".join(str(i) for i in index)

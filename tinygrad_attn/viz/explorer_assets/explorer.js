@@ -97,9 +97,11 @@
 
   // A labelled heatmap of an array: one table per leading index (batch, head); `masked` marks
   // flat positions whose key is hidden by the mask (S = −∞ there).
+  let integerCells = false;      // the array being drawn holds integers (a mask, ids): no decimals
   function heatmap(arr, masked) {
     if (!arr) return '<div class="none">—</div>';
     const shape = arr.shape, data = arr.data;
+    integerCells = arr.integer;
     if (shape.length === 0) return `<div class="array">${table([""], [""], null, 0, data)}</div>`;
     const cols = shape[shape.length - 1];
     const rows = shape.length >= 2 ? shape[shape.length - 2] : 1;
@@ -135,7 +137,7 @@
       for (let c = 0; c < cols; c++) {
         const flat = offset + r * cols + c, v = data[flat];
         const hidden = v === "-inf" || (masked && masked.has(flat));
-        const text = num(v);
+        const text = integerCells ? String(v) : num(v);
         h += `<td class="c${hidden ? " masked" : ""}" data-v="${v}" title="${esc(text)}"` +
           ` style="background:${colour(v, scale)}">${dense ? "" : text}</td>`;
       }

@@ -1,0 +1,93 @@
+"""tinygrad_attn's side: each workload written as a learner writes it (nn modules, F, optim)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tinygrad_attn as ta
+from tinygrad_attn import functional as F
+from tinygrad_attn import nn, optim
+
+from .. import specs
+from . import Bench
+
+
+class _MLP(nn.Module):
+    """Linear layers with ReLU between them."""
+
+    def __init__(self, widths: tuple[int, ...]):
+        self.layers = [nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:])]
+
+    def forward(self, x: ta.Tensor) -> ta.Tensor:
+        for layer in self.layers[:-1]:
+            x = layer(x).relu()
+        return self.layers[-1](x)
+
+
+def _results(loss: ta.Tensor, named: dict[str, ta.Tensor]) -> dict[str, np.ndarray]:
+    return {"loss": loss.numpy().astype(np.float64),
+            **{name: np.asarray(p.grad, dtype=np.float64) for name, p in named.items()}}
+
+
+def _trainer(model: nn.Module, loss_of, optimizer: optim.Optimizer, names: dict[str, str]) -> Bench:
+    """A Bench whose step is forward, loss, zero_grad, backward, optimizer step; `names` maps
+    the model's parameter names to the specs' names."""
+    params = dict(model.named_parameters())
+
+    def results() -> dict[str, np.ndarray]:
+        loss = loss_of()
+        optimizer.zero_grad()
+        loss.backward()
+        return _results(loss, {spec: params[own] for own, spec in names.items()})
+
+    def step() -> None:
+        loss = loss_of()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return Bench(step, results)
+
+
+def build(name: str, sizes: dict, dtype: type) -> Bench | None:
+    ta.set_default_dtype(dtype)
+    arrays = specs.inputs(name, sizes, dtype)
+    if name == "mlp":
+        model = _MLP(sizes["widths"])
+        names = {f"layers.{i - 1}.{p}": f"fc{i}.{p}" for i in range(1, len(sizes["widths"]))
+                 for p in ("weight", "bias")}
+        model.load_state_dict({own: arrays[spec] for own, spec in names.items()})
+        x, labels = ta.Tensor(arrays["x"]), ta.Tensor(arrays["labels"])
+        return _trainer(model, lambda: F.cross_entropy(model(x), labels),
+                        optim.SGD(model.parameters(), lr=specs.LEARNING_RATE["mlp"]), names)
+    if name == "chain":
+        x, w = ta.Tensor(arrays["x"], requires_grad=True), ta.Tensor(arrays["w"])
+
+        def chain() -> ta.Tensor:
+            x.zero_grad()
+            y = x
+            for _ in range(sizes["length"] // 2):
+                y = (y * w).tanh()
+            y.sum().backward()
+            return y
+        return Bench(chain, lambda: _results(chain(), {"x": x}))
+    if name == "attention":
+        leaves = {key: ta.Tensor(arrays[key], requires_grad=True) for key in ("q", "k", "v")}
+        kernel = F.flash_attention if sizes["kernel"] == "flash" else F.scaled_dot_product_attention
+
+        def one_pass() -> ta.Tensor:
+            for t in leaves.values():
+                t.zero_grad()
+            out = kernel(*leaves.values(), is_causal=True)
+            out.backward(arrays["d_out"])
+            return out
+        return Bench(one_pass, lambda: _results(one_pass(), leaves))
+    if name == "train":
+        ta.manual_seed(0)
+        model = nn.TinyTransformer(sizes["vocab"], sizes["d_model"], sizes["heads"], sizes["layers"],
+                                   max_len=sizes["seq"], d_ff=sizes["d_ff"])
+        names = {own: own for own, _ in model.named_parameters()}
+        model.load_state_dict({key: arrays[key] for key in names})
+        ids, targets = ta.Tensor(arrays["ids"]), ta.Tensor(arrays["targets"])
+        return _trainer(model, lambda: F.cross_entropy(model(ids), targets),
+                        optim.Adam(model.parameters(), lr=specs.LEARNING_RATE["train"]), names)
+    return None
