@@ -15,13 +15,13 @@ so that a drawing can show it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ShapeError
 from .guards import anomaly, inplace
+from .guards.thread_switch import ThreadSwitch
 from .ops.base import Context, Op, quiet_float_errors
 from .scopes import current_scope
 
@@ -33,18 +33,8 @@ __all__ = ["BackwardEvent", "Node", "backward_order", "backward_steps", "is_grad
            "record", "run_backward", "toposort", "unbroadcast"]
 
 
-class _ThreadState(threading.local):
-    """Grad mode, one per thread as in PyTorch: a thread starts with it on, and one thread's
-    ``no_grad`` never switches it for another."""
-
-    grad_enabled = True
-
-
-_thread = _ThreadState()
-# How many no_grad blocks are open in all threads: while none is, ``record`` skips reading the
-# per-thread flag (a thread-local read costs several times a global's). Changed under the lock.
-_open_no_grad = 0
-_count_lock = threading.Lock()
+# Grad mode, one per thread as in PyTorch: a thread starts with it on.
+_grad_mode = ThreadSwitch(default=True)
 
 
 class Node:
@@ -73,21 +63,13 @@ class BackwardEvent(NamedTuple):
 @contextmanager
 def no_grad() -> Iterator[None]:
     """Record no graph inside the block (inference, optimizer updates), in this thread only."""
-    global _open_no_grad
-    with _count_lock:
-        _open_no_grad += 1
-    previous, _thread.grad_enabled = _thread.grad_enabled, False
-    try:
+    with _grad_mode.set_to(False):
         yield
-    finally:
-        _thread.grad_enabled = previous
-        with _count_lock:
-            _open_no_grad -= 1
 
 
 def is_grad_enabled() -> bool:
     """Whether this thread records graphs (False inside ``no_grad``)."""
-    return _thread.grad_enabled
+    return _grad_mode.value()
 
 
 def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
@@ -97,7 +79,7 @@ def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
     The saved arrays that a user can reach (an input's or the output's data) are fingerprinted
     now, so that backward can refuse to run on values edited in place since (``inplace.py``).
     """
-    if _open_no_grad and not _thread.grad_enabled:
+    if _grad_mode.open_blocks and not _grad_mode.value():
         return None
     node = Node(op, ctx, inputs, current_scope())
     saved = ctx.saved
@@ -200,7 +182,7 @@ class _Pass:
         parents = node.parents
         if type(sent) is not tuple or len(sent) != len(parents):
             _refuse_result(node, sent)
-        checked = anomaly.active
+        checked = anomaly.mode.open_blocks
         passed = []
         for index, (parent, s) in enumerate(zip(parents, sent)):
             if s is None or parent is None or not parent.requires_grad:
@@ -227,7 +209,7 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:
         grad = unbroadcast(grad, data.shape, node.op.name)
     if grad.dtype != data.dtype:
         grad = grad.astype(data.dtype)
-    if anomaly.active:                  # some thread has anomaly mode on (check_gradient: this one?)
+    if anomaly.mode.open_blocks:        # some thread has anomaly mode on (check_gradient: this one?)
         anomaly.check_gradient(node, index, parent, grad)
     return grad
 

@@ -1,8 +1,8 @@
 """Anomaly mode: stop at the first op whose output or gradient holds NaN or Inf.
 
 Off by default, and per thread (as PyTorch's): one thread's ``detect_anomaly`` never checks another
-thread's ops. ``apply`` and the backward pass each test the one module-level count ``active`` (of
-the blocks open in all threads); only when it is not 0 do they call ``check_forward`` (which also
+thread's ops. ``apply`` and the backward pass each test ``mode.open_blocks`` (the blocks open in
+all threads); only when it is not 0 do they call ``check_forward`` (which also
 records the user's line on the node) and ``check_gradient``, which first ask whether this thread
 is inside a block.
 """
@@ -11,33 +11,26 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AnomalyError
 from .labels import input_label, op_location
+from .thread_switch import ThreadSwitch
 
 if TYPE_CHECKING:
     from ..engine import Node
     from ..ops.base import Op
     from ..tensor import Tensor
 
-__all__ = ["active", "check_forward", "check_gradient", "detect_anomaly", "is_anomaly_enabled"]
+__all__ = ["check_forward", "check_gradient", "detect_anomaly", "is_anomaly_enabled"]
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygrad_attn/
 
 
-
-class _ThreadState(threading.local):
-    on = False          # this thread is inside detect_anomaly
-
-
-_thread = _ThreadState()
-active = 0          # detect_anomaly blocks open in all threads; changed only by it, under the lock
-_count_lock = threading.Lock()
+mode = ThreadSwitch(default=False)     # on in a thread inside detect_anomaly
 
 
 @contextmanager
@@ -48,21 +41,13 @@ def detect_anomaly() -> Iterator[None]:
     user code that created the op. Off by default and per thread (ops run by other threads are
     not checked); when off everywhere it costs one flag test per op.
     """
-    global active
-    with _count_lock:
-        active += 1
-    previous, _thread.on = _thread.on, True
-    try:
+    with mode.set_to(True):
         yield
-    finally:
-        _thread.on = previous
-        with _count_lock:
-            active -= 1
 
 
 def is_anomaly_enabled() -> bool:
     """Whether this thread is inside ``detect_anomaly``."""
-    return _thread.on
+    return mode.value()
 
 
 def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | None, scope: Any,
@@ -70,7 +55,7 @@ def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | N
     """In a thread inside ``detect_anomaly``: remember the user's line on the node; raise if `out`
     holds NaN, +inf or a −inf that is not masking (``_masking_neg_inf``), naming the inputs that
     already held NaN or Inf (else this op made them)."""
-    if not _thread.on:
+    if not mode.value():
         return
     site = _user_site()
     if node is not None:
@@ -114,7 +99,7 @@ def _masking_neg_inf(name: str, xp: Any, inputs: tuple, out: Any, params: dict[s
 def check_gradient(node: Node, index: int, parent: Tensor, grad: Any) -> None:
     """In a thread inside ``detect_anomaly``: raise if the gradient that `node`'s backward sends to
     input `index` is not finite."""
-    if _thread.on and not _is_finite(node.ctx.xp, grad):
+    if mode.value() and not _is_finite(node.ctx.xp, grad):
         raise AnomalyError(f"{node.op.name}: backward gradient {tuple(grad.shape)} for "
                            f"{input_label(index, parent)} holds NaN or Inf"
                            f"{op_location(node.scope, node.parents, node.site)}")
