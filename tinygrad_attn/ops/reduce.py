@@ -92,6 +92,23 @@ class Mean(Op):
         return (_spread(ctx, grad / _count(ctx.in_shape, ctx.axis)) if ctx.needs_grad[0] else None,)
 
 
+def _extremum(ctx, x, y, axis, keepdims):
+    """Max's and min's forward once `y` (x's extremum over `axis`, axes kept) is known: save where
+    x equals it, and drop the reduced axes unless `keepdims` (squeeze drops exactly those: they
+    have size 1; axis None: every axis)."""
+    ctx.in_shape = x.shape
+    ctx.save(at_extremum=x == y)
+    return y if keepdims else y.squeeze(axis=axis)
+
+
+def _shared_among_ties(ctx, grad):
+    """Max's and min's backward: dy goes to where x equals the extremum, k ties getting dy/k each."""
+    if not ctx.needs_grad[0]:
+        return (None,)
+    at = ctx.saved["at_extremum"]
+    return (_keep_axes(ctx, grad) * at / at.sum(axis=ctx.axis, keepdims=True),)
+
+
 @register
 class Max(Op):
     """y = max x over `axis`.
@@ -102,25 +119,17 @@ class Max(Op):
 
     name = "max"
     formula = {"x": "dx = dy ⊙ [x = y] / #ties"}
-    residuals = {"is_max": "where x equals the max"}
+    residuals = {"at_extremum": "where x equals the max"}
     cases = _AXIS_CASES
 
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
-        ctx.in_shape = x.shape
-        y = x.max(axis=axis, keepdims=True)
-        ctx.save(is_max=x == y)
-        # squeeze drops exactly the reduced axes: they have size 1 (axis None: every axis).
-        return y if keepdims else y.squeeze(axis=axis)
+        return _extremum(ctx, x, x.max(axis=axis, keepdims=True), axis, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = dy where x is the maximum, 0 elsewhere; k tied maxima share dy as dy/k each."""
-        if not ctx.needs_grad[0]:
-            return (None,)
-        is_max = ctx.saved["is_max"]
-        ties = is_max.sum(axis=ctx.axis, keepdims=True)
-        return (_keep_axes(ctx, grad) * is_max / ties,)
+        return _shared_among_ties(ctx, grad)
 
 
 @register
@@ -164,23 +173,17 @@ class Min(Op):
 
     name = "min"
     formula = {"x": "dx = dy ⊙ [x = y] / #ties"}
-    residuals = {"is_min": "where x equals the min"}
+    residuals = {"at_extremum": "where x equals the min"}
     cases = _AXIS_CASES
 
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
-        ctx.in_shape = x.shape
-        y = x.min(axis=axis, keepdims=True)
-        ctx.save(is_min=x == y)
-        return y if keepdims else y.squeeze(axis=axis)
+        return _extremum(ctx, x, x.min(axis=axis, keepdims=True), axis, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = dy where x is the minimum, 0 elsewhere; k tied minima share dy as dy/k each."""
-        if not ctx.needs_grad[0]:
-            return (None,)
-        is_min = ctx.saved["is_min"]
-        return (_keep_axes(ctx, grad) * is_min / is_min.sum(axis=ctx.axis, keepdims=True),)
+        return _shared_among_ties(ctx, grad)
 
 
 @register

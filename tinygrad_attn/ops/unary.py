@@ -36,8 +36,17 @@ def erf(xp, x):
     return (xp.sign(x) * (2 / math.sqrt(math.pi)) * xp.exp(-a2) * total).astype(x.dtype)
 
 
-def _zero_gradient(ctx, grad):
-    return (ctx.xp.zeros_like(grad) if ctx.needs_grad[0] else None,)
+class _PiecewiseConstant(Op):
+    """The base of sign and the rounding ops (not registered itself): constant between its jumps,
+    so its slope is 0 wherever it exists, and taken as 0 at the jumps too, as PyTorch does."""
+
+    formula = {"x": "dx = 0"}
+    cases = (Case((3, 4)),)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = 0: the function is flat between its jumps (and the jumps are given slope 0)."""
+        return (ctx.xp.zeros_like(grad) if ctx.needs_grad[0] else None,)
 
 
 @register
@@ -61,93 +70,60 @@ class Abs(Op):
 
 
 @register
-class Sign(Op):
+class Sign(_PiecewiseConstant):
     """y = sign(x): −1, 0 or +1."""
 
     name = "sign"
-    formula = {"x": "dx = 0"}
     cases = (Case((3, 4), domain="nonzero"),)
 
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.sign(x)
 
-    @staticmethod
-    def backward(ctx, grad):
-        """sign is constant on each side of 0, so its slope is 0 (PyTorch takes 0 at 0 too)."""
-        return _zero_gradient(ctx, grad)
-
 
 @register
-class Floor(Op):
+class Floor(_PiecewiseConstant):
     """y = ⌊x⌋, the largest integer ≤ x."""
 
     name = "floor"
-    formula = {"x": "dx = 0"}
-    cases = (Case((3, 4)),)
 
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.floor(x)
 
-    @staticmethod
-    def backward(ctx, grad):
-        """A step function: slope 0 between the integers (and taken as 0 at them)."""
-        return _zero_gradient(ctx, grad)
-
 
 @register
-class Ceil(Op):
+class Ceil(_PiecewiseConstant):
     """y = ⌈x⌉, the smallest integer ≥ x."""
 
     name = "ceil"
-    formula = {"x": "dx = 0"}
-    cases = (Case((3, 4)),)
 
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.ceil(x)
 
-    @staticmethod
-    def backward(ctx, grad):
-        """A step function: slope 0 between the integers (and taken as 0 at them)."""
-        return _zero_gradient(ctx, grad)
-
 
 @register
-class Round(Op):
+class Round(_PiecewiseConstant):
     """y = x rounded to `decimals` places, halves to even (as NumPy and PyTorch)."""
 
     name = "round"
-    formula = {"x": "dx = 0"}
     cases = (Case((3, 4), params={"decimals": 0}), Case((3, 4), params={"decimals": 2}))
 
     @staticmethod
     def forward(ctx, x, *, decimals):
         return ctx.xp.round(x, decimals)
 
-    @staticmethod
-    def backward(ctx, grad):
-        """A step function: slope 0 between the rounding points (and taken as 0 at them)."""
-        return _zero_gradient(ctx, grad)
-
 
 @register
-class Trunc(Op):
+class Trunc(_PiecewiseConstant):
     """y = x with its fractional part dropped (rounded toward 0)."""
 
     name = "trunc"
-    formula = {"x": "dx = 0"}
-    cases = (Case((3, 4)),)
 
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.trunc(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """A step function: slope 0 between the integers (and taken as 0 at them)."""
-        return _zero_gradient(ctx, grad)
 
 
 @register
