@@ -46,8 +46,10 @@ def causal_keep(xp: Any, rows: slice, cols: slice, window: int | None = None) ->
     Queries and keys are aligned top-left (as in PyTorch), also when n_q ≠ n_k: with more keys
     than queries the last keys are seen by nobody; with more queries, the late ones see every key.
     """
-    distance = xp.arange(rows.start, rows.stop)[:, None] - xp.arange(cols.start, cols.stop)[None, :]
-    return distance >= 0 if window is None else (distance >= 0) & (distance < window)
+    query, key = xp.arange(rows.start, rows.stop)[:, None], xp.arange(cols.start, cols.stop)[None, :]
+    if window is None:
+        return query >= key             # one comparison: no (rows, cols) array of distances
+    return (query >= key) & (query - key < window)
 
 
 def combine_keep(keep: Any, causal: Any) -> Any:
