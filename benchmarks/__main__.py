@@ -30,20 +30,33 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the workloads to run (default: all)")
     parser.add_argument("--sides", nargs="+", choices=SIDE_NAMES, default=list(SIDE_NAMES),
                         help="the sides to compare (default: all that are installed; ours always runs)")
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="interleaved rounds per workload (default 10)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="BLAS/OpenMP threads in every process (default: the CPU count)")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="glibc keeps freed memory for reuse, as `tinygrad-attn train` sets it "
                              "(tinygrad_attn.training.host_memory); every side's process runs under it")
+    add_process_options(parser, default_rounds=10)
+    return parser
+
+
+def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) -> None:
+    """--rounds, --threads, --clock and --idle: how the side processes are timed (here and in
+    ``python -m benchmarks.modern``)."""
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"interleaved rounds per workload (default {default_rounds})")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="BLAS/OpenMP threads in every process (default: the CPU count)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="what a sample measures: wall-clock time (default), or each process's CPU "
                              "time, steadier on a loaded machine and fair between sides only with "
                              "--threads 1 (refused otherwise)")
     parser.add_argument("--idle", type=float, default=0.15,
                         help="seconds idle before each sample, for BLAS threads to stop spinning")
-    return parser
+
+
+def apply_process_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse --clock cpu with more than one thread, then set the thread count for every process."""
+    if args.clock == "cpu" and args.threads != 1:
+        parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
+    set_thread_count(args.threads)
 
 
 def set_thread_count(threads: int) -> None:
@@ -73,9 +86,7 @@ def installed_sides(asked: Sequence[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.clock == "cpu" and args.threads != 1:
-        parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
-    set_thread_count(args.threads)          # before NumPy loads its thread pool, here and in the workers
+    apply_process_options(parser, args)     # before NumPy loads its thread pool, here and in the workers
     from .harness import describe_environment, describe_side, format_table
     from .specs import rows
     from .workloads import Settings, compare, peak_memory, train_reverse

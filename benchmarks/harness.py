@@ -33,11 +33,13 @@ RTOL = 1e-6                 # float64 results of two engines: the same math, oth
 
 
 class Contestant:
-    """One side's worker process, started fresh, answering ``build`` and ``round`` over a pipe."""
+    """One side's worker process, started fresh, answering ``build`` and ``round`` over a pipe.
+    Its samples are filed under `label` (default: the side), so that two processes of one side
+    (tinygrad_attn against itself, ``benchmarks.modern``) can be timed side by side."""
 
     def __init__(self, side: str, threads: int, idle: float, target: float, clock: str,
-                 keep_freed_memory: bool):
-        self.side = side
+                 keep_freed_memory: bool, label: str | None = None):
+        self.side, self.label = side, label or side
         command = [sys.executable, "-m", "benchmarks.worker", side, str(threads), str(idle), str(target),
                    clock]
         self.process = subprocess.Popen(command + (["--keep-freed-memory"] if keep_freed_memory else []),
@@ -109,13 +111,14 @@ class Timing:
 
 
 def interleave(contestants: list[Contestant], rounds: int, warmup: int = 1) -> Timing:
-    """`warmup` discarded rounds, then `rounds` rounds, each side once per round, in turn."""
-    samples: dict[str, list[float]] = {c.side: [] for c in contestants}
+    """`warmup` discarded rounds, then `rounds` rounds, each contestant once per round, in turn;
+    the samples by contestant label."""
+    samples: dict[str, list[float]] = {c.label: [] for c in contestants}
     for index in range(warmup + rounds):
         for c in contestants:
             seconds = c.time_round()
             if index >= warmup:
-                samples[c.side].append(seconds)
+                samples[c.label].append(seconds)
     return Timing(samples)
 
 

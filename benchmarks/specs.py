@@ -1,10 +1,12 @@
 """What each workload computes and on which inputs: one definition that every side builds from.
 
-A workload is a name (``mlp``, ``chain``, ``attention``, ``train``) and a dict of sizes. Every side
-(``benchmarks/sides/*.py``) calls ``inputs`` in its own process and gets the same arrays, from one
-seed, in the dtype asked for: float64 for the check against the reference, float32 for timing.
-Weights are in tinygrad_attn's layout (a linear layer's weight is (in, out)) and named as its
-``state_dict`` names them; a side with another layout converts.
+A workload is a name (``mlp``, ``chain``, ``attention``, ``train``; for ``benchmarks.modern``,
+``modern_attention``, grouped-query attention and the sliding window, and ``train_command``, the
+step of ``tinygrad-attn train``) and a dict of sizes. Every side (``benchmarks/sides/*.py``) calls
+``inputs`` in its own process and gets the same arrays, from one seed, in the dtype asked for:
+float64 for the check against the reference, float32 for timing. Weights are in tinygrad_attn's
+layout (a linear layer's weight is (in, out)) and named as its ``state_dict`` names them; a side
+with another layout converts.
 
 This module imports only NumPy, so that a side's process loads nothing of the others.
 """
@@ -68,13 +70,17 @@ def inputs(name: str, sizes: dict, dtype: type) -> dict[str, np.ndarray]:
             arrays[f"fc{i}.bias"] = rng.uniform(-bound, bound, fan_out)
     elif name == "chain":
         arrays = {"x": rng.standard_normal((8, 8)), "w": 1 + 0.1 * rng.standard_normal((8, 8))}
-    elif name == "attention":
-        shape = (1, sizes["heads"], sizes["n"], 64)
-        arrays = {key: rng.standard_normal(shape) for key in ("q", "k", "v", "d_out")}
+    elif name in ("attention", "modern_attention"):
+        # modern_attention (benchmarks.modern): `kv_heads` key/value heads for `heads` query heads
+        heads = {"q": sizes["heads"], "k": sizes.get("kv_heads", sizes["heads"])}
+        heads.update(v=heads["k"], d_out=heads["q"])
+        arrays = {key: rng.standard_normal((1, h, sizes["n"], 64)) for key, h in heads.items()}
     elif name == "train":
         arrays = {"ids": rng.integers(0, sizes["vocab"], (sizes["batch"], sizes["seq"])),
                   "targets": rng.integers(0, sizes["vocab"], (sizes["batch"], sizes["seq"])),
                   **transformer_weights(rng, sizes)}
+    elif name == "train_command":
+        arrays = {}                     # the command's own task batch, which only our side builds
     else:
         raise ValueError(f"benchmarks: unknown workload {name!r}")
     return {key: a.astype(dtype) if a.dtype.kind == "f" else a for key, a in arrays.items()}

@@ -7,6 +7,9 @@ import numpy as np
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn, optim
+from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.loop import TrainState, make_model
+from tinygrad_attn.training.tasks import IGNORE, get_task
 
 from .. import specs
 from . import Bench
@@ -48,8 +51,28 @@ def _trainer(model: nn.Module, loss_of, optimizer: optim.Optimizer, names: dict[
     return Bench(step, results)
 
 
+def _train_command_step(arch: str, batch_size: int) -> Bench:
+    """One step of `tinygrad-attn train reverse --arch ARCH`'s model (default flags otherwise) on a
+    fixed batch: forward, loss, zero_grad, backward, clipping, optimizer step."""
+    config = TrainConfig(arch=arch, batch_size=batch_size)
+    task = get_task("reverse")
+    model = make_model(task, config)
+    state = TrainState.fresh(model, config)
+    ids, targets = (ta.Tensor(a) for a in task.batch(np.random.default_rng(0), config.batch_size))
+
+    def step() -> None:
+        loss = F.cross_entropy(model(ids), targets, ignore_index=IGNORE)
+        state.optimizer.zero_grad()
+        loss.backward()
+        optim.clip_grad_norm(state.optimizer.params, config.clip)
+        state.optimizer.step()
+    return Bench(step, None)
+
+
 def build(name: str, sizes: dict, dtype: type) -> Bench | None:
     ta.set_default_dtype(dtype)
+    if name == "train_command":
+        return _train_command_step(sizes["arch"], sizes["batch"])
     arrays = specs.inputs(name, sizes, dtype)
     if name == "mlp":
         model = _MLP(sizes["widths"])
@@ -70,14 +93,16 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
             y.sum().backward()
             return y
         return Bench(chain, lambda: _results(chain(), {"x": x}))
-    if name == "attention":
+    if name in ("attention", "modern_attention"):
         leaves = {key: ta.Tensor(arrays[key], requires_grad=True) for key in ("q", "k", "v")}
         kernel = F.flash_attention if sizes["kernel"] == "flash" else F.scaled_dot_product_attention
+        options = {} if name == "attention" else {"enable_gqa": sizes["kv_heads"] != sizes["heads"],
+                                                  "window": sizes.get("window")}
 
         def one_pass() -> ta.Tensor:
             for t in leaves.values():
                 t.zero_grad()
-            out = kernel(*leaves.values(), is_causal=True)
+            out = kernel(*leaves.values(), is_causal=True, **options)
             out.backward(arrays["d_out"])
             return out
         return Bench(one_pass, lambda: _results(one_pass(), leaves))

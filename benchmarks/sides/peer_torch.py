@@ -131,14 +131,15 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
             y.sum().backward()
             return y
         return Bench(chain, lambda: _results(chain(), {"x": x}))
-    if name == "attention":
+    if name == "attention" or (name == "modern_attention" and sizes.get("window") is None):
         leaves = {key: torch.tensor(arrays[key], requires_grad=True) for key in ("q", "k", "v")}
         d_out = torch.from_numpy(arrays["d_out"])
+        grouped = {"enable_gqa": True} if sizes.get("kv_heads", sizes["heads"]) != sizes["heads"] else {}
 
         def one_pass() -> torch.Tensor:
             for t in leaves.values():
                 t.grad = None
-            out = F.scaled_dot_product_attention(*leaves.values(), is_causal=True)
+            out = F.scaled_dot_product_attention(*leaves.values(), is_causal=True, **grouped)
             out.backward(d_out)
             return out
         return Bench(one_pass, lambda: _results(one_pass(), leaves),
