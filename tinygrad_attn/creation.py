@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .backend import xp_for
+from .guards.shapes import sizes_argument
 from .tensor import Tensor, get_default_dtype
 
 __all__ = ["arange", "eye", "full", "full_like", "generator", "generator_for", "linspace", "manual_seed",
@@ -45,10 +46,6 @@ def generator_for(device: str) -> Any:
     return xp_for(device).random.default_rng(int(_generator.integers(2**63)))
 
 
-def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
-    return tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-
-
 def tensor(data: Any, dtype: Any = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Same as ``Tensor(data, requires_grad, dtype, device)``."""
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
@@ -57,21 +54,21 @@ def tensor(data: Any, dtype: Any = None, device: str = "cpu", requires_grad: boo
 def zeros(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros (default float dtype unless `dtype` is given)."""
-    data = np.zeros(_shape(shape), dtype=dtype or get_default_dtype())
+    data = np.zeros(sizes_argument(shape), dtype=dtype or get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
 def ones(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones (default float dtype unless `dtype` is given)."""
-    data = np.ones(_shape(shape), dtype=dtype or get_default_dtype())
+    data = np.ones(sizes_argument(shape), dtype=dtype or get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
 def randn(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples from the library's generator."""
-    data = _generator.standard_normal(_shape(shape)).astype(dtype or get_default_dtype())
+    data = _generator.standard_normal(sizes_argument(shape)).astype(dtype or get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
@@ -131,7 +128,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: st
 def rand(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
          requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) from the library's generator (seeded by ``manual_seed``)."""
-    data = _generator.random(_shape(shape)).astype(dtype or get_default_dtype())
+    data = _generator.random(sizes_argument(shape)).astype(dtype or get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 

@@ -15,14 +15,17 @@ so that a drawing can show it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .backend import array_module
 from .errors import ShapeError
 from .guards import anomaly, inplace
 from .guards.thread_switch import ThreadSwitch
 from .ops.base import Context, Op, quiet_float_errors
+from .ops.rowsum import colsum
 from .scopes import current_scope
 
 if TYPE_CHECKING:
@@ -233,5 +236,7 @@ def unbroadcast(grad: Any, shape: tuple[int, ...], op_name: str = "backward") ->
         raise ShapeError(f"{op_name}: gradient of shape {tuple(grad.shape)} cannot be reduced "
                          f"to its input's shape {tuple(shape)}")
     stretched = tuple(extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
+    if not stretched and grad.size and grad.flags.c_contiguous:     # only leading axes added (a bias)
+        return colsum(array_module(grad), grad.reshape(-1, math.prod(shape))).reshape(shape)
     grad = grad.sum(axis=tuple(range(extra)) + stretched, keepdims=True)
     return grad.reshape(shape)

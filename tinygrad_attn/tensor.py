@@ -10,7 +10,6 @@ promote as NumPy does.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,10 +17,19 @@ import numpy as np
 
 from . import engine
 from .backend import array_module, device_of, to_device, to_numpy, xp_for
-from .errors import DeviceError, IndexOutOfRange, ShapeError
+from .errors import DeviceError, ShapeError
 from .guards import anomaly
 from .guards.axes import normalize_axes, normalize_axis
 from .guards.indexing import check_index
+from .guards.shape_arguments import (
+    check_index_along,
+    check_unflatten,
+    expanded_shape,
+    interleave_counts,
+    pad_widths,
+    repeat_counts,
+    roll_shifts,
+)
 from .guards.shapes import (
     broadcast_shape,
     check_concat,
@@ -29,6 +37,7 @@ from .guards.shapes import (
     check_reshape,
     check_stack,
     first_out_of_range,
+    sizes_argument,
     split_sizes,
 )
 from .ops import binary as B
@@ -284,7 +293,7 @@ class Tensor:
 
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        shape = sizes_argument(shape)
         check_reshape(self.shape, self.data.size, shape)
         return apply(S.Reshape, self, shape=shape)
 
@@ -510,44 +519,25 @@ class Tensor:
     def unflatten(self, axis: int, sizes: Sequence[int]) -> Tensor:
         """Axis `axis` split into axes of `sizes` (one may be −1)."""
         axis = normalize_axis("unflatten", axis, self.ndim)
-        known = math.prod(n for n in sizes if n != -1)
-        if list(sizes).count(-1) > 1 or (known != self.shape[axis] if -1 not in sizes else
-                                         known == 0 or self.shape[axis] % known):
-            raise ShapeError(f"unflatten: sizes {tuple(sizes)} do not make axis {axis} of shape {self.shape}")
+        check_unflatten(self.shape, axis, sizes)
         return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
 
     def expand(self, *sizes: int | Sequence[int]) -> Tensor:
         """Size-1 axes stretched to `sizes` (−1 keeps an axis) and new leading axes added, without
         copying: the gradient sums over the copies."""
-        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
-        lead = len(sizes) - self.ndim
-        shape = tuple(n if n != -1 and a >= 0 else self.shape[a] if a >= 0 else n
-                      for a, n in zip(range(-lead, self.ndim), sizes))
-        if lead < 0 or any(n < 0 for n in shape) or any(
-                m not in (1, n) for m, n in zip(self.shape, shape[lead:])):
-            raise ShapeError(f"expand: shape {self.shape} cannot be expanded to {sizes}")
-        return apply(V.Expand, self, shape=shape)
+        return apply(V.Expand, self, shape=expanded_shape(self.shape, sizes_argument(sizes)))
 
     def flip(self, axis: int | Sequence[int]) -> Tensor:
         return apply(V.Flip, self, axis=normalize_axes("flip", axis, self.ndim))
 
     def roll(self, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Tensor:
         """Elements shifted cyclically along `axis` (over the flattened tensor when axis is None)."""
-        if axis is not None:
-            axis = normalize_axes("roll", axis, self.ndim, sort=False)
-            shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-            if len(shifts) != len(axis):
-                raise ValueError(f"roll: {len(shifts)} shifts for {len(axis)} axes")
-        elif not isinstance(shifts, int):
-            raise ValueError(f"roll: without axis, shifts must be one int, got {shifts!r}")
+        shifts, axis = roll_shifts(shifts, axis, self.ndim)
         return apply(V.Roll, self, shifts=shifts, axis=axis)
 
     def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
         """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
-        repeats = tuple(repeats[0]) if len(repeats) == 1 and not isinstance(repeats[0], int) else repeats
-        if len(repeats) < self.ndim or any(not isinstance(r, int) or r < 0 for r in repeats):
-            raise ValueError(f"repeat: need one count ≥ 0 per axis of shape {self.shape}, got {repeats}")
-        return apply(V.Repeat, self, repeats=repeats)
+        return apply(V.Repeat, self, repeats=repeat_counts(self.shape, sizes_argument(repeats)))
 
     def repeat_interleave(self, repeats: int | Sequence[int], axis: int | None = None) -> Tensor:
         """Each element repeated `repeats` times (or repeats[i] times) along `axis` (flattened first
@@ -555,12 +545,7 @@ class Tensor:
         x = self.reshape(-1) if axis is None else self
         axis = 0 if axis is None else normalize_axis("repeat_interleave", axis, self.ndim)
         repeats = repeats.data.tolist() if isinstance(repeats, Tensor) else repeats
-        counts = [repeats] if isinstance(repeats, int) else list(repeats)
-        if any(r < 0 for r in counts) or (len(counts) != 1 and len(counts) != x.shape[axis]):
-            raise ValueError(f"repeat_interleave: repeats {repeats} do not fit axis {axis} of shape "
-                             f"{x.shape}")
-        repeats = repeats if isinstance(repeats, int) else tuple(counts)
-        return apply(V.RepeatInterleave, x, repeats=repeats, axis=axis)
+        return apply(V.RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
 
     def tril(self, diagonal: int = 0) -> Tensor:
         """Zeros above the `diagonal`-th diagonal of the last two axes."""
@@ -593,12 +578,7 @@ class Tensor:
     def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
         """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
         before it, … (PyTorch's order)."""
-        pad = tuple(pad)
-        if len(pad) % 2 or len(pad) > 2 * self.ndim or any(not isinstance(p, int) or p < 0 for p in pad):
-            raise ValueError(f"pad: expected pairs of ints ≥ 0, at most two per axis of shape {self.shape}, "
-                             f"got {pad}")
-        pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)][::-1]
-        return apply(V.Pad, self, widths=((0, 0),) * (self.ndim - len(pairs)) + tuple(pairs), value=value)
+        return apply(V.Pad, self, widths=pad_widths(self.shape, pad), value=value)
 
     def gather(self, axis: int, index: Any) -> Tensor:
         """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
@@ -623,16 +603,7 @@ class Tensor:
         longer than x off `axis`, its values in [0, x.shape[axis])."""
         axis = normalize_axis(name, axis, self.ndim)
         index = index if isinstance(index, Tensor) else Tensor(index, device=self.device)
-        if index.dtype.kind not in "iu":
-            raise TypeError(f"{name}: index must be integers, got dtype {index.dtype}")
-        if index.ndim != self.ndim or any(i > n for d, (i, n) in enumerate(zip(index.shape, self.shape))
-                                          if d != axis):
-            raise ShapeError(f"{name}: index of shape {index.shape} does not fit shape {self.shape} "
-                             f"off axis {axis}")
-        bad = first_out_of_range(index.data, self.shape[axis])
-        if bad is not None:
-            raise IndexOutOfRange(f"{name}: index {bad} is out of range for axis {axis} of shape "
-                                  f"{self.shape}")
+        check_index_along(name, self.shape, axis, index.data)
         return axis, index
 
     def one_hot(self, num_classes: int = -1) -> Tensor:

@@ -41,8 +41,10 @@ _SMALL_BYTES = 1024
 def fingerprint(array: Any) -> Any:
     """The bytes of a small NumPy array, or of one whose itemsize no unsigned integer has (a
     longdouble's 16); else Σ of its bits as unsigned ints of its itemsize, modulo 2^(8·itemsize)."""
+    if type(array) is np.ndarray and array.nbytes <= _SMALL_BYTES:     # first: the cheapest test
+        return array.tobytes()
     unsigned = _UNSIGNED.get(array.dtype.itemsize)
-    if isinstance(array, np.ndarray) and (array.nbytes <= _SMALL_BYTES or unsigned is None):
+    if unsigned is None and isinstance(array, np.ndarray):
         return array.tobytes()
     return array.view(unsigned).sum(dtype=unsigned)
 

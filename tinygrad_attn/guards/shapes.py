@@ -15,10 +15,15 @@ from ..errors import ShapeError
 
 __all__ = ["AttentionShapes", "Shape", "attention_shapes", "broadcast_shape", "check_broadcasts_to",
            "check_concat", "check_matmul", "check_reshape", "check_stack", "first_out_of_range",
-           "split_sizes"]
+           "sizes_argument", "split_sizes"]
 
 
 Shape = tuple[int, ...]
+
+
+def sizes_argument(sizes: tuple) -> tuple:
+    """``f(2, 3)`` and ``f((2, 3))`` alike (reshape, expand, repeat, zeros, …): the sizes as one tuple."""
+    return tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
 
 
 def broadcast_shape(op: str, *shapes: Shape, names: Sequence[str] = (), what: str = "shapes") -> Shape:

@@ -7,6 +7,7 @@ import math
 
 from .base import Case, Op
 from .registry import register
+from .rowsum import colsum
 
 __all__ = ["Linear", "MatMul"]
 
@@ -96,7 +97,7 @@ class Linear(Op):
         """With X (r, in) and G (r, out) the rows of x and dy: dx = G Wᵀ, dW = Xᵀ G (the sum of
         every row's outer product in one GEMM), db = Σ over the rows of G."""
         grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved.get("x"), ctx.saved.get("w"), grad)
-        return grad_x, grad_w, _rows(grad).sum(axis=0) if ctx.needs_grad[2] else None
+        return grad_x, grad_w, colsum(ctx.xp, _rows(grad)) if ctx.needs_grad[2] else None
 
 
 def _shared_matrix_product(a, b):

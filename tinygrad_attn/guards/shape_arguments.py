@@ -1,0 +1,118 @@
+"""The arguments of the shape ops that take more than an axis (expand, unflatten, repeat,
+repeat_interleave, pad, roll, gather and scatter_add): each checked against the tensor's shape and
+put in the form its op takes, or refused with an error that names the op, the argument and the
+shape. Nothing here touches a tensor's values, except `index_along`, which reads the index."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import IndexOutOfRange, ShapeError
+from .axes import normalize_axes
+from .shapes import Shape, first_out_of_range
+
+__all__ = ["check_index_along", "check_unflatten", "expanded_shape", "interleave_counts", "pad_widths",
+           "repeat_counts", "roll_shifts"]
+
+
+def check_unflatten(shape: Shape, axis: int, sizes: Sequence[int]) -> None:
+    """Check that `sizes` (one may be −1) multiply to the length of axis `axis`.
+
+    Raises:
+        ShapeError: "unflatten: sizes (4, -1) do not make axis 0 of shape (6,)".
+    """
+    known = math.prod(n for n in sizes if n != -1)
+    if list(sizes).count(-1) > 1 or (known != shape[axis] if -1 not in sizes else
+                                     known == 0 or shape[axis] % known):
+        raise ShapeError(f"unflatten: sizes {tuple(sizes)} do not make axis {axis} of shape {shape}")
+
+
+def expanded_shape(shape: Shape, sizes: tuple) -> Shape:
+    """The shape ``expand(*sizes)`` makes: size-1 axes stretched, −1 keeps an axis, new leading
+    axes (which may not be −1).
+
+    Raises:
+        ShapeError: "expand: shape (2, 3) cannot be expanded to (4, 3)".
+    """
+    lead = len(sizes) - len(shape)
+    target = tuple(n if n != -1 and a >= 0 else shape[a] if a >= 0 else n
+                   for a, n in zip(range(-lead, len(shape)), sizes))
+    if lead < 0 or any(n < 0 for n in target) or any(m not in (1, n) for m, n in zip(shape, target[lead:])):
+        raise ShapeError(f"expand: shape {shape} cannot be expanded to {sizes}")
+    return target
+
+
+def repeat_counts(shape: Shape, repeats: tuple) -> tuple[int, ...]:
+    """Check ``repeat``'s counts: one int ≥ 0 per axis (more add leading axes).
+
+    Raises:
+        ValueError: "repeat: need one count ≥ 0 per axis of shape (2, 3), got (2,)".
+    """
+    if len(repeats) < len(shape) or any(not isinstance(r, int) or r < 0 for r in repeats):
+        raise ValueError(f"repeat: need one count ≥ 0 per axis of shape {shape}, got {repeats}")
+    return repeats
+
+
+def interleave_counts(shape: Shape, axis: int, repeats: int | Sequence[int]) -> int | tuple[int, ...]:
+    """``repeat_interleave``'s counts: one int for every element, or one count ≥ 0 per element of
+    axis `axis`.
+
+    Raises:
+        ValueError: "repeat_interleave: repeats [1, 2] do not fit axis 0 of shape (3,)".
+    """
+    counts = [repeats] if isinstance(repeats, int) else list(repeats)
+    if any(r < 0 for r in counts) or (len(counts) != 1 and len(counts) != shape[axis]):
+        raise ValueError(f"repeat_interleave: repeats {repeats} do not fit axis {axis} of shape {shape}")
+    return repeats if isinstance(repeats, int) else tuple(counts)
+
+
+def pad_widths(shape: Shape, pad: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """PyTorch's `pad` = (before, after) for the last axis, then the one before it, … as NumPy's
+    widths, one (before, after) pair per axis, first axis first.
+
+    Raises:
+        ValueError: "pad: expected pairs of ints ≥ 0, at most two per axis of shape (3,), got (1,)".
+    """
+    pad = tuple(pad)
+    if len(pad) % 2 or len(pad) > 2 * len(shape) or any(not isinstance(p, int) or p < 0 for p in pad):
+        raise ValueError(f"pad: expected pairs of ints ≥ 0, at most two per axis of shape {shape}, got {pad}")
+    pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)][::-1]
+    return ((0, 0),) * (len(shape) - len(pairs)) + tuple(pairs)
+
+
+def roll_shifts(shifts: int | Sequence[int], axis: Any, ndim: int) -> tuple[Any, Any]:
+    """``roll``'s (shifts, axes): one shift per axis, or one int over the flattened tensor when
+    axis is None.
+
+    Raises:
+        ValueError: "roll: 2 shifts for 1 axes"; "roll: without axis, shifts must be one int, …".
+    """
+    if axis is None:
+        if not isinstance(shifts, int):
+            raise ValueError(f"roll: without axis, shifts must be one int, got {shifts!r}")
+        return shifts, None
+    axis = normalize_axes("roll", axis, ndim, sort=False)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts) != len(axis):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axis)} axes")
+    return shifts, axis
+
+
+def check_index_along(name: str, shape: Shape, axis: int, index: Any) -> None:
+    """Check an index array for ``gather``/``scatter_add`` along `axis` of `shape`: integers, as
+    many dims, no longer than `shape` off `axis`, values in [0, shape[axis]).
+
+    Raises:
+        TypeError, ShapeError, IndexOutOfRange: "gather: index 5 is out of range for axis 1 of
+            shape (2, 3)".
+    """
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"{name}: index must be integers, got dtype {index.dtype}")
+    too_long = any(i > n for d, (i, n) in enumerate(zip(index.shape, shape)) if d != axis)
+    if index.ndim != len(shape) or too_long:
+        raise ShapeError(f"{name}: index of shape {index.shape} does not fit shape {shape} off axis {axis}")
+    bad = first_out_of_range(index, shape[axis])
+    if bad is not None:
+        raise IndexOutOfRange(f"{name}: index {bad} is out of range for axis {axis} of shape {shape}")
