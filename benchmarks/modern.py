@@ -10,7 +10,10 @@ kv heads as query heads (and peak memory, each measured in a fresh process by
 ``benchmarks.memory``), the window against full causal flash, ``--arch llama``'s train step against
 the default one. PyTorch's time is printed where it has the op (``enable_gqa=True``). On a shared
 machine, ``--threads 1 --clock cpu`` leaves out the waits for a core (and OpenBLAS threads spinning
-while one is taken), which can make a wall-clock ratio off by more than the effect measured.
+while one is taken), which can make a wall-clock ratio off by more than the effect measured. CPU
+time still holds the kernel's work on fresh memory: a fused call at n = 2048 maps new (8, 2048,
+2048) arrays, and now and then one call of either side spends 0.1–0.3 s more in the system (seen
+with transparent huge pages), so a median over few rounds can land on such a call.
 """
 
 from __future__ import annotations
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 rounds, small sizes: checks that it runs")
     parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    add_process_options(parser, default_rounds=5)
+    add_process_options(parser, default_rounds=10)
     args = parser.parse_args(argv)
     apply_process_options(parser, args)     # before the workers start: they inherit the thread count
     with_torch = importlib.util.find_spec("torch") is not None
@@ -148,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings(args.rounds or 2, args.threads, args.idle, args.clock, 0.005, gqa_size=64,
                             window_size=(256, 32), llama_batch=4)
     else:
-        settings = Settings(args.rounds or 5, args.threads, args.idle, args.clock, 0.05, gqa_size=2048,
+        settings = Settings(args.rounds or 10, args.threads, args.idle, args.clock, 0.05, gqa_size=2048,
                             window_size=(8192, 256), llama_batch=64)
     rows = [row for name in args.only for row in WORKLOADS[name](settings, with_torch)]
     print(describe_environment(args.threads))
