@@ -173,8 +173,7 @@ class _Pass:
             return None
         node = t.node
         if node is None:
-            # Written past the .grad setter's checks: g was summed to t's shape on t's device.
-            t._grad = _owned(g, self.shared) if t._grad is None else t._grad + g
+            t.grad = _owned(g, self.shared) if t.grad is None else t.grad + g
             return None
         if node.watched:
             inplace.check_unchanged(node, t, self.verified)
