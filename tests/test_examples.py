@@ -90,6 +90,14 @@ def test_length_generalisation_runs_on_a_small_budget():
         assert re.search(rf"^\s*{positions} \|" + cell * 5 + r" \d+ s$", out, re.M), out
 
 
+def test_positions_for_add_prints_a_row_per_model_on_a_small_budget():
+    out = run_example("10_positions_for_add.py", "--steps", "3", "--seeds", "0", "1", "--eval-size", "8")
+    assert "held-out exact match on 8 prompts per seed" in out
+    for model in ("LayerNorm, GELU, learned positions", "LayerNorm, GELU, RoPE",
+                  "RMSNorm, SwiGLU, GQA, learned positions", "RMSNorm, SwiGLU, GQA, RoPE (--arch llama)"):
+        assert re.search(rf"^\s*{re.escape(model)} \|\s+\d+\.\d% \|\s+\d+\.\d% \| \d+ s$", out, re.M), out
+
+
 def test_multi_head_shapes_example():
     out = run_example("06_multi_head_shapes.py")
     assert "P per head                (2, 2, 5, 7)" in out

@@ -150,7 +150,9 @@ class Tensor:
     @grad.setter
     def grad(self, value: Any) -> None:
         """An array of this tensor's shape on its device, or None (else DeviceError, ShapeError)."""
-        if value is not None:
+        data = self.data
+        # The engine's path first: an array of the data's own type (so on its device) and shape.
+        if value is not None and (type(value) is not type(data) or value.shape != data.shape):
             if device_of(value) != self.device:
                 raise DeviceError(f"grad: a {device_of(value)} array cannot be the gradient of a tensor on "
                                   f"{self.device}; move it with backend.to_device first")
