@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from collections.abc import Sequence
+
+from .options import add_process_options, apply_process_options
 
 WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse")
 SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
@@ -35,35 +36,6 @@ def build_parser() -> argparse.ArgumentParser:
                              "(tinygrad_attn.training.host_memory); every side's process runs under it")
     add_process_options(parser, default_rounds=10)
     return parser
-
-
-def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) -> None:
-    """--rounds, --threads, --clock and --idle: how the side processes are timed (here and in
-    ``python -m benchmarks.modern``)."""
-    parser.add_argument("--rounds", type=int, default=None,
-                        help=f"interleaved rounds per workload (default {default_rounds})")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="BLAS/OpenMP threads in every process (default: the CPU count)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="what a sample measures: wall-clock time (default), or each process's CPU "
-                             "time, steadier on a loaded machine and fair between sides only with "
-                             "--threads 1 (refused otherwise)")
-    parser.add_argument("--idle", type=float, default=0.15,
-                        help="seconds idle before each sample, for BLAS threads to stop spinning")
-
-
-def apply_process_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse --clock cpu with more than one thread, then set the thread count for every process."""
-    if args.clock == "cpu" and args.threads != 1:
-        parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
-    set_thread_count(args.threads)
-
-
-def set_thread_count(threads: int) -> None:
-    """Ask every BLAS and OpenMP runtime for `threads` threads, here and in every process started
-    from here; works only before NumPy is imported (so this module imports it later)."""
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
 
 
 def installed_sides(asked: Sequence[str]) -> tuple[list[str], list[str]]:

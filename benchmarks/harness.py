@@ -6,7 +6,7 @@ process did: glibc's heap state left by one library slowed the next by up to 2×
 drives them round-robin over pipes (A B C, A B C, ...) after a warm-up, so machine noise lands on
 all of them alike, and reports each side's median and the median of the per-round ratios
 peer / ours, steadier than the ratio of the medians when the load changes mid-run. Every process
-gets the same thread settings (the environment set by ``set_thread_count`` before it starts, and
+gets the same thread settings (the environment set by ``options.set_thread_count`` before it starts, and
 PyTorch's intra-op threads set to the same count).
 
 Before timing, every side's float64 results (loss and gradients) are compared with PyTorch's,
@@ -98,12 +98,13 @@ def mismatch(results: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -
 
 @dataclass
 class Timing:
-    """Seconds per call of each side, one sample per round."""
+    """Seconds per call of each contestant (by label: its side's name unless it was given one),
+    one sample per round."""
 
     samples: dict[str, list[float]]
 
-    def median(self, side: str) -> float:
-        return statistics.median(self.samples[side])
+    def median(self, label: str) -> float:
+        return statistics.median(self.samples[label])
 
     def ratio(self, a: str, b: str) -> float:
         """The median over rounds of A's time / B's time in the same round."""

@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .__main__ import add_process_options, apply_process_options
 from .harness import Contestant, Timing, describe_environment, interleave, mismatch, ms
+from .options import add_process_options, apply_process_options
 
 QUERY_HEADS = 8
 
@@ -63,9 +63,11 @@ def time_sides(sides: dict[str, tuple[str, str, dict]], settings: Settings) -> T
     process, then timed in interleaved rounds (``harness.interleave``): the Timing by label.
     Contestants of different sides on the same workload and sizes (ours and PyTorch) must first
     agree in float64 (``harness.mismatch``)."""
-    contestants = [Contestant(side, settings.threads, settings.idle, settings.target, settings.clock,
-                              keep_freed_memory=False, label=label) for label, (side, _, _) in sides.items()]
-    try:
+    contestants: list[Contestant] = []
+    try:                                # every worker started is closed, also when a later one fails
+        for label, (side, _, _) in sides.items():
+            contestants.append(Contestant(side, settings.threads, settings.idle, settings.target,
+                                          settings.clock, keep_freed_memory=False, label=label))
         checked: dict[str, tuple[str, dict]] = {}       # the workload's repr → (label, float64 results)
         for c, (side, name, sizes) in zip(contestants, sides.values()):
             built = c.build(name, sizes)

@@ -1,11 +1,12 @@
 """Why `train add --arch llama` struggles: the same models with learned positions and with RoPE.
 
 `add` pads both numbers to 3 digits, so its prompt always has 8 tokens ("0 4 2 + 1 9 9 =") and
-the sum is written least significant digit first. Answer digit i (i = 0 … 3) is predicted at
-position 7 + i and needs the two digits at positions 2 − i and 6 − i: at distances 5 + 2i and
-1 + 2i, which change with i. A learned position table tells each position where it is; RoPE gives
-attention only the distance between a query and a key, so the model must first work out i from
-the tokens before it can look at the right distance.
+the sum is written least significant digit first. Answer digit i (i = 0, 1, 2) is predicted at
+position 7 + i and needs the two digits at positions 2 − i and 6 − i (and the carry): at
+distances 5 + 2i and 1 + 2i, which change with i; digit 3 is the last carry alone. A learned
+position table tells each position where it is; RoPE gives attention only the distance between a
+query and a key, so the model must first work out i from the tokens before it can look at the
+right distance.
 
 Four TinyTransformers, each trained on `add` with `tinygrad-attn train`'s defaults (1000 steps,
 d_model 64, 4 heads, 2 layers) for each seed, then scored on the 500 held-out prompts (greedy
@@ -20,9 +21,9 @@ import time
 
 from tinygrad_attn.creation import manual_seed
 from tinygrad_attn.nn import TinyTransformer
-from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.config import ARCHS, TrainConfig
 from tinygrad_attn.training.evaluation import accuracy
-from tinygrad_attn.training.loop import train
+from tinygrad_attn.training.loop import make_model, train
 from tinygrad_attn.training.tasks import VOCAB, get_task
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,7 +34,9 @@ args = parser.parse_args()
 
 task = get_task("add")
 held_out = task.held_out(args.eval_size)
-LLAMA_BLOCK = {"norm": "rms", "mlp": "swiglu", "n_kv_heads": 2}
+# The Llama block as `--arch llama` builds it (training.loop.make_model: half as many kv heads).
+LLAMA_BLOCK = {key: value for key, value in ARCHS["llama"].items() if key != "positions"}
+LLAMA_BLOCK["n_kv_heads"] = make_model(task, TrainConfig(arch="llama")).blocks[0].attn.n_kv_heads
 MODELS = {                                       # name: TinyTransformer options
     "LayerNorm, GELU, learned positions": {"positions": "learned"},
     "LayerNorm, GELU, RoPE": {"positions": "rope"},

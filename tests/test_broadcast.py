@@ -1,11 +1,14 @@
 """Broadcasting gradients are summed back to each input's shape, for random shapes."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import tinygrad_attn as ta
+from tinygrad_attn import functional as F
+from tinygrad_attn.backend import to_numpy
 from tinygrad_attn.engine import unbroadcast
 
 SHAPES = mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=3)
@@ -48,3 +51,25 @@ def test_unbroadcast_matches_reference(shapes, seed):
     g = np.random.default_rng(seed).standard_normal(shapes.result_shape)
     for shape in shapes.input_shapes:
         np.testing.assert_allclose(unbroadcast(g, shape), reduce_like_numpy(g, shape))
+
+
+@pytest.mark.parametrize("grad_shape, shape", [((2, 40, 3), (3,)), ((70, 1, 4), (1, 4)), ((64, 5), (5,)),
+                                               ((128, 2, 3), (2, 3)), ((63, 4), (4,))])
+def test_sums_over_many_leading_rows_match_numpy_on_both_devices(grad_shape, shape, device):
+    """From 64 rows the engine sums leading axes as 1ᵀ G (ops.rowsum.colsum), below that with
+    NumPy's sum; both must give the reference sums, on the GPU stand-in too."""
+    g = np.random.default_rng(7).standard_normal(grad_shape)
+    x = ta.Tensor(np.ones(shape), requires_grad=True, device=device)
+    (x * ta.Tensor(np.ones(grad_shape), device=device)).backward(ta.Tensor(g, device=device))
+    assert x.grad.shape == shape
+    np.testing.assert_allclose(to_numpy(x.grad), reduce_like_numpy(g, shape), rtol=1e-12)
+
+
+def test_linear_bias_gradient_over_many_rows_is_the_column_sum(device):
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((4, 25, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)
+    g = rng.standard_normal((4, 25, 2))                 # 100 rows: the bias gradient is 1ᵀ G
+    tb = ta.Tensor(b, requires_grad=True, device=device)
+    out = F.linear(ta.Tensor(x, device=device), ta.Tensor(w, device=device), tb)
+    out.backward(ta.Tensor(g, device=device))
+    np.testing.assert_allclose(to_numpy(tb.grad), g.reshape(100, 2).sum(axis=0), rtol=1e-12)

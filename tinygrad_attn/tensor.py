@@ -527,7 +527,7 @@ class Tensor:
     def expand(self, *sizes: int | Sequence[int]) -> Tensor:
         """Size-1 axes stretched to `sizes` (−1 keeps an axis) and new leading axes added, without
         copying: the gradient sums over the copies."""
-        return apply(V.Expand, self, shape=expanded_shape(self.shape, sizes_argument(sizes)))
+        return apply(V.Expand, self, shape=expanded_shape(self.shape, sizes))
 
     def flip(self, axis: int | Sequence[int]) -> Tensor:
         return apply(V.Flip, self, axis=normalize_axes("flip", axis, self.ndim))
@@ -539,7 +539,7 @@ class Tensor:
 
     def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
         """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
-        return apply(V.Repeat, self, repeats=repeat_counts(self.shape, sizes_argument(repeats)))
+        return apply(V.Repeat, self, repeats=repeat_counts(self.shape, repeats))
 
     def repeat_interleave(self, repeats: int | Sequence[int], axis: int | None = None) -> Tensor:
         """Each element repeated `repeats` times (or repeats[i] times) along `axis` (flattened first

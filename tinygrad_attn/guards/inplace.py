@@ -39,8 +39,9 @@ _SMALL_BYTES = 1024
 
 
 def fingerprint(array: Any) -> Any:
-    """The bytes of a small NumPy array, or of one whose itemsize no unsigned integer has (a
-    longdouble's 16); else Σ of its bits as unsigned ints of its itemsize, modulo 2^(8·itemsize)."""
+    """The bytes of a small plain NumPy array (an ndarray, not a subclass), or of a NumPy array
+    whose itemsize no unsigned integer has (a longdouble's 16); else Σ of its bits as unsigned ints
+    of its itemsize, modulo 2^(8·itemsize). (Tensors hold plain ndarrays.)"""
     if type(array) is np.ndarray and array.nbytes <= _SMALL_BYTES:     # first: the cheapest test
         return array.tobytes()
     unsigned = _UNSIGNED.get(array.dtype.itemsize)

@@ -1,7 +1,7 @@
 """The arguments of the shape ops that take more than an axis (expand, unflatten, repeat,
 repeat_interleave, pad, roll, gather and scatter_add): each checked against the tensor's shape and
 put in the form its op takes, or refused with an error that names the op, the argument and the
-shape. Nothing here touches a tensor's values, except `index_along`, which reads the index."""
+shape. Nothing here touches a tensor's values, except `check_index_along`, which reads the index."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import IndexOutOfRange, ShapeError
 from .axes import normalize_axes
-from .shapes import Shape, first_out_of_range
+from .shapes import Shape, first_out_of_range, sizes_argument
 
 __all__ = ["check_index_along", "check_unflatten", "expanded_shape", "interleave_counts", "pad_widths",
            "repeat_counts", "roll_shifts"]
@@ -30,12 +30,13 @@ def check_unflatten(shape: Shape, axis: int, sizes: Sequence[int]) -> None:
 
 
 def expanded_shape(shape: Shape, sizes: tuple) -> Shape:
-    """The shape ``expand(*sizes)`` makes: size-1 axes stretched, −1 keeps an axis, new leading
-    axes (which may not be −1).
+    """The shape ``expand(*sizes)`` makes (`sizes` as given: ``(2, 3)`` or ``((2, 3),)``): size-1
+    axes stretched, −1 keeps an axis, new leading axes (which may not be −1).
 
     Raises:
         ShapeError: "expand: shape (2, 3) cannot be expanded to (4, 3)".
     """
+    sizes = sizes_argument(sizes)
     lead = len(sizes) - len(shape)
     target = tuple(n if n != -1 and a >= 0 else shape[a] if a >= 0 else n
                    for a, n in zip(range(-lead, len(shape)), sizes))
@@ -45,11 +46,13 @@ def expanded_shape(shape: Shape, sizes: tuple) -> Shape:
 
 
 def repeat_counts(shape: Shape, repeats: tuple) -> tuple[int, ...]:
-    """Check ``repeat``'s counts: one int ≥ 0 per axis (more add leading axes).
+    """``repeat``'s counts (as given: ``(2, 3)`` or ``((2, 3),)``), checked: one int ≥ 0 per axis
+    (more add leading axes).
 
     Raises:
         ValueError: "repeat: need one count ≥ 0 per axis of shape (2, 3), got (2,)".
     """
+    repeats = sizes_argument(repeats)
     if len(repeats) < len(shape) or any(not isinstance(r, int) or r < 0 for r in repeats):
         raise ValueError(f"repeat: need one count ≥ 0 per axis of shape {shape}, got {repeats}")
     return repeats
