@@ -179,22 +179,26 @@ class _Pass:
             inplace.check_unchanged(node, t, self.verified)
         node.grad = g
         self.shared.add(id(g))
-        node.ctx.trace = {} if trace and node.op.insides else None
+        op, ctx = node.op, node.ctx
+        ctx.trace = {} if trace and op.insides else None
         # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
-        sent = node.op.backward(node.ctx, g if node.op.grad_read_only else g.copy())
+        sent = op.backward(ctx, g if op.grad_read_only else g.copy())
         parents = node.parents
         if type(sent) is not tuple or len(sent) != len(parents):
             _refuse_result(node, sent)
         checked = anomaly.mode.open_blocks
         passed = []
-        for index, (parent, s) in enumerate(zip(parents, sent)):
+        for index, parent in enumerate(parents):
+            s = sent[index]
             if s is None or parent is None or not parent.requires_grad:
                 s = None
             else:
-                if checked or s.shape != parent.data.shape or s.dtype != parent.data.dtype:
+                data = parent.data
+                if checked or s.shape != data.shape or s.dtype != data.dtype:
                     s = _reduce_to_parent(node, index, parent, s)
                 key = id(parent)
-                grads[key] = s if key not in grads else grads[key] + s
+                before = grads.get(key)
+                grads[key] = s if before is None else before + s
             passed.append(s)
         return tuple(passed)
 
