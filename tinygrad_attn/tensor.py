@@ -734,17 +734,23 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _binary(op, a: Tensor, b: Tensor) -> Tensor:
-    a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
-    if op is E.Div and not (a_float or b_float):    # integers divided: the default float (PyTorch)
-        a, b = as_float(a), as_float(b)
-    elif a_float != b_float:                  # int meets float: the float's dtype (PyTorch)
-        if a_float:
-            b = Tensor(b.data, dtype=a.dtype, device=b.device)
-        else:
-            a = Tensor(a.data, dtype=b.dtype, device=a.device)
+    if a.data.dtype is not b.data.dtype or a.data.dtype.kind != "f":   # else the common case: one float dtype
+        a, b = _promoted(op, a, b)
     if a.data.shape != b.data.shape:
         broadcast_shape(op.name, a.shape, b.shape)
     return apply(op, a, b)
+
+
+def _promoted(op, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """The operands of a binary op in the dtypes PyTorch computes it in."""
+    a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
+    if op is E.Div and not (a_float or b_float):    # integers divided: the default float
+        return as_float(a), as_float(b)
+    if a_float != b_float:                          # int meets float: the float's dtype
+        if a_float:
+            return a, Tensor(b.data, dtype=a.dtype, device=b.device)
+        return Tensor(a.data, dtype=b.dtype, device=a.device), b
+    return a, b
 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:
