@@ -11,7 +11,7 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn.ops.masking import masked_logits
-from tinygrad_attn.ops.softmax import softmax_parts
+from tinygrad_attn.ops.softmax import row_max, softmax_parts
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -177,3 +177,16 @@ def test_bad_inputs_raise():
         F.softmax(x, mask=np.array([1, 0, 1]))                     # 0/1 ints are not a keep-mask
     with pytest.raises(TypeError, match="softmax: x must be a float tensor, got dtype int64"):
         F.softmax(ta.Tensor([[1, 2, 3]]))
+
+
+@pytest.mark.parametrize("shape", [(300, 1), (300, 2), (300, 3), (512, 7), (2048, 16), (64, 4, 32, 32),
+                                   (300, 63), (300, 64), (300, 65), (8, 4), (2048, 15)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_max_is_numpys_max_with_nan_and_fully_masked_rows(shape, dtype):
+    """row_max halves many short rows (the shapes of ≥ 256 rows of ≤ 64 here) instead of calling
+    NumPy's max: the same values, NaN and −inf included."""
+    z = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    z.flat[::97] = -np.inf
+    z[..., 0, :] = -np.inf                              # a fully masked row
+    z.flat[5::1013] = np.nan
+    np.testing.assert_array_equal(row_max(np, z), z.max(axis=-1, keepdims=True))
