@@ -41,9 +41,11 @@ def compare(workload: Workload, settings: Settings, describe: dict[str, dict]) -
 
     `describe` collects each side's process information (library versions, threads) once.
     """
-    contestants = [Contestant(side, settings.threads, settings.idle, settings.target, settings.clock,
-                              settings.keep_freed_memory) for side in settings.sides]
-    try:
+    contestants: list[Contestant] = []
+    try:                                # every worker started is closed, also when a later one fails
+        for side in settings.sides:
+            contestants.append(Contestant(side, settings.threads, settings.idle, settings.target,
+                                          settings.clock, settings.keep_freed_memory))
         for c in contestants:
             describe.setdefault(c.side, c.info)
         built = {c.side: c.build(workload.name, workload.sizes) for c in contestants}

@@ -5,13 +5,12 @@ shape. Nothing here touches a tensor's values, except `check_index_along`, which
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import IndexOutOfRange, ShapeError
 from .axes import normalize_axes
-from .shapes import Shape, first_out_of_range, sizes_argument
+from .shapes import Shape, first_out_of_range, sizes_argument, sizes_fit
 
 __all__ = ["check_index_along", "check_unflatten", "expanded_shape", "interleave_counts", "pad_widths",
            "repeat_counts", "roll_shifts"]
@@ -23,9 +22,7 @@ def check_unflatten(shape: Shape, axis: int, sizes: Sequence[int]) -> None:
     Raises:
         ShapeError: "unflatten: sizes (4, -1) do not make axis 0 of shape (6,)".
     """
-    known = math.prod(n for n in sizes if n != -1)
-    if list(sizes).count(-1) > 1 or (known != shape[axis] if -1 not in sizes else
-                                     known == 0 or shape[axis] % known):
+    if not sizes_fit(shape[axis], sizes):
         raise ShapeError(f"unflatten: sizes {tuple(sizes)} do not make axis {axis} of shape {shape}")
 
 

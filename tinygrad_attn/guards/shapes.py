@@ -15,7 +15,7 @@ from ..errors import ShapeError
 
 __all__ = ["AttentionShapes", "Shape", "attention_shapes", "broadcast_shape", "check_broadcasts_to",
            "check_concat", "check_matmul", "check_reshape", "check_stack", "first_out_of_range",
-           "sizes_argument", "split_sizes"]
+           "sizes_argument", "sizes_fit", "split_sizes"]
 
 
 Shape = tuple[int, ...]
@@ -59,10 +59,16 @@ def check_reshape(shape: Shape, size: int, target: Shape) -> None:
     Raises:
         ShapeError: "reshape: cannot reshape (2, 3) (6 elements) to (4, -1)".
     """
+    if not sizes_fit(size, target):
+        raise ShapeError(f"reshape: cannot reshape {shape} ({size} elements) to {target}")
+
+
+def sizes_fit(size: int, target: Sequence[int]) -> bool:
+    """Whether `size` elements make the sizes `target`, of which one may be −1 (inferred):
+    reshape's rule, and unflatten's for one axis."""
     known = math.prod(n for n in target if n != -1)
     fits = size == known if -1 not in target else known > 0 and size % known == 0
-    if not fits or target.count(-1) > 1 or any(n < -1 for n in target):
-        raise ShapeError(f"reshape: cannot reshape {shape} ({size} elements) to {target}")
+    return fits and list(target).count(-1) <= 1 and all(n >= -1 for n in target)
 
 
 def check_matmul(a: Shape, b: Shape) -> None:
