@@ -16,7 +16,7 @@ from tinygrad_attn import nn, optim
 from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
 from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
-from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
+from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, decode, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 NAN, INF = math.nan, math.inf
@@ -343,7 +343,7 @@ def test_prompts_outside_a_tasks_grammar_are_refused_naming_the_form(task, text,
 
 def test_prompts_inside_the_grammar_still_parse():
     add = get_task("add")
-    assert add.parse("42 + 199") == add.parse(" 42+199 = ") == [0, 4, 2, PLUS, 1, 9, 9, EQUALS]
+    assert add.parse("42 + 199") == add.parse(" 42+199 = ") == [2, 4, 0, PLUS, 9, 9, 1, EQUALS]
     assert get_task("sort").parse("3, 1, 2 |") == [3, 1, 2, SEP]
 
 
@@ -361,6 +361,17 @@ def test_sample_refuses_a_sum_it_would_misread(add_run, capsys):
         assert cli.main(["sample", str(add_run / "checkpoint.npz"), text]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: add: expected 'a + b'") and err.endswith(f"got {text!r}\n")
+
+
+def test_sample_reads_an_add_answer_back_as_the_sum(add_run, capsys):
+    from tinygrad_attn.training import answer, load_run
+    capsys.readouterr()
+    model, _, _, add = load_run(add_run / "checkpoint.npz")
+    predicted = answer(model, add, [add.parse("42 + 199")])[0]     # one step of training: some guess
+    assert cli.main(["sample", str(add_run / "checkpoint.npz"), "42 + 199"]) == 0
+    said = add.gloss(add.parse("42 + 199"), predicted)
+    first = f"2 4 0 + 9 9 1 =  →  {decode(predicted)}" + (f"  (the model's sum: {said})" if said else "")
+    assert capsys.readouterr().out == (first + "\n(the right answer is 1 4 2 0 ., i.e. 42 + 199 = 241)\n")
 
 
 def test_files_that_are_not_checkpoints_say_what_they_are(add_run, tmp_path, capsys):
@@ -399,6 +410,35 @@ def test_resume_refuses_a_checkpoint_missing_optimizer_state(add_run, tmp_path, 
     assert cli.main(["train", "add", "--resume", str(steps)]) == 2
     assert "(ValueError: the optimizer state is missing or not of step 1 (its step count is None))" in \
         capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_add_encoding_is_refused_with_the_reason(add_run, tmp_path, capsys):
+    capsys.readouterr()
+    assert checkpoint.load(add_run / "checkpoint.npz")[1]["task_encoding"] == 2
+    old = tampered(add_run / "checkpoint.npz", tmp_path / "old.npz",
+                   lambda arrays, meta: meta.pop("task_encoding"))      # written before encodings
+    newer = tampered(add_run / "checkpoint.npz", tmp_path / "newer.npz",
+                     lambda arrays, meta: meta.update(task_encoding=3))
+    said = {old: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)",
+            newer: "version 3, unknown to this tinygrad_attn"}
+    for path, was in said.items():
+        for command in (["sample", str(path), "1 + 2"], ["train", "add", "--resume", str(path)]):
+            assert cli.main(command) == 2
+            assert capsys.readouterr().err == (
+                f"error: {path}: trained on another encoding of the add task ({was}); this version "
+                f"writes it as 2 4 0 + 9 9 1 =  →  1 4 2 0 .  (42 + 199 = 241), which that model would "
+                f"read wrong: train it again\n")
+
+
+def test_train_takes_each_tasks_own_steps_unless_told(tmp_path, capsys):
+    for task, steps in (("add", 2000), ("copy", 1000)):
+        out = tmp_path / task
+        assert cli.main(["train", task, "--stop-after", "1", *SMALL, "--out", str(out)]) == 0
+        assert checkpoint.load(out / "checkpoint.npz")[1]["config"]["steps"] == steps
+        assert f"stopped at step 1 of {steps}" in capsys.readouterr().out
+    out = tmp_path / "told"
+    assert cli.main(["train", "add", "--steps", "5", "--stop-after", "1", *SMALL, "--out", str(out)]) == 0
+    assert checkpoint.load(out / "checkpoint.npz")[1]["config"]["steps"] == 5
 
 
 def test_a_tampered_generator_state_is_a_checkpoint_error(add_run, tmp_path, capsys):

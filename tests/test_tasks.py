@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tinygrad_attn.training.tasks import END, IGNORE, SEP, TASKS, decode, get_task, is_held_out
+from tinygrad_attn.training.tasks import END, IGNORE, PLUS, SEP, TASKS, decode, get_task, is_held_out
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -25,9 +25,22 @@ def test_solutions():
     assert get_task("reverse").solve([3, 1, 2, SEP]) == [2, 1, 3, END]
     assert get_task("sort").solve([3, 1, 2, SEP]) == [1, 2, 3, END]
     add = get_task("add")
-    assert decode(add.parse("42 + 199")) == "0 4 2 + 1 9 9 ="
-    assert add.solve(add.parse("42 + 199")) == [1, 4, 2, 0, END]   # 241, least significant first
+    assert decode(add.parse("42 + 199")) == "2 4 0 + 9 9 1 ="            # least significant first
+    assert add.solve(add.parse("42 + 199")) == [1, 4, 2, 0, END]         # 241, the same way
     assert add.solve(add.parse("999+999")) == [8, 9, 9, 1, END]
+    assert add.solve(add.parse("7 + 5")) == [2, 1, 0, 0, END]
+
+
+def test_every_add_prompt_is_solved_and_read_back_as_the_sum():
+    add, rng = get_task("add"), np.random.default_rng(0)
+    for _ in range(500):
+        a, b = (int(n) for n in rng.integers(0, 1000, 2))
+        prompt = add.parse(f"{a} + {b}")
+        assert add.gloss(prompt, add.solve(prompt)) == f"{a} + {b} = {a + b}"
+        assert prompt[:3] == [a % 10, a // 10 % 10, a // 100]       # ones, tens, hundreds
+    assert add.gloss(add.parse("1 + 2"), [3, 0, 0, PLUS, END]) == ""   # not digits: no sum to show
+    assert add.gloss(add.parse("1 + 2"), [3, 0, 0]) == ""             # no END yet
+    assert get_task("copy").gloss([3, SEP], [3, END]) == ""           # its tokens read as they are
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

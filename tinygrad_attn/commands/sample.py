@@ -25,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     predicted = answer(model, task, [prompt])[0]
     expected = task.solve(prompt)
-    print(f"{decode(prompt)}  →  {decode(predicted)}")
+    gloss = task.gloss(prompt, predicted)
+    print(f"{decode(prompt)}  →  {decode(predicted)}" + (f"  (the model's sum: {gloss})" if gloss else ""))
     if predicted != expected:
-        print(f"(the right answer is {decode(expected)})")
+        right = task.gloss(prompt, expected)
+        print(f"(the right answer is {decode(expected)}" + (f", i.e. {right})" if right else ")"))
     return 0
 
 

@@ -86,6 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         if source is not None:
             model, state, config = _continue_run(source, task, overrides)
         else:
+            overrides.setdefault("steps", task.steps)
             config = TrainConfig(**_min_lr_at_most_lr(overrides, TrainConfig.min_lr))
             xp_for(config.device)
         held_out = task.held_out(config.eval_size)
@@ -338,10 +339,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                "decoding (token by token)\non held-out prompts: a fixed 5% of all prompts that "
                "training never sees.")
     parser.add_argument("task", choices=sorted(TASKS), help="which toy task")
-    for field in dataclasses.fields(TrainConfig):     # None: not given, the field's default applies
+    defaults = {field.name: str(field.default) for field in dataclasses.fields(TrainConfig)}
+    defaults["steps"] = "the task's: " + ", ".join(f"{t.name} {t.steps}" for t in TASKS.values())
+    for field in dataclasses.fields(TrainConfig):     # None: not given, the default applies
         parser.add_argument(flag(field.name), dest=field.name, type=type(field.default), default=None,
                             metavar=field.name.upper(),
-                            help=f"{field.metadata['help']} (default {field.default})")
+                            help=f"{field.metadata['help']} (default {defaults[field.name]})")
     parser.add_argument("--out", help="output folder, whose parent must exist (default runs/TASK, or "
                                       "the resumed run's own folder); locked while the run lasts")
     parser.add_argument("--overwrite", action="store_true",

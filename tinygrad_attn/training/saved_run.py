@@ -50,8 +50,8 @@ def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
     arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
     arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
                    for k, v in dataclasses.asdict(state.history).items()})
-    meta = {"task": task.name, "config": dataclasses.asdict(config), "step": state.step,
-            "rng": rng_states(state)}
+    meta = {"task": task.name, "task_encoding": task.encoding, "config": dataclasses.asdict(config),
+            "step": state.step, "rng": rng_states(state)}
     return arrays, meta
 
 
@@ -61,7 +61,8 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     Raises:
         CheckpointError: the file is missing, truncated, not a checkpoint, its arrays do not
             fit the model and optimizer its config describes, it lacks part of the optimizer's
-            state, or its generators' states cannot be restored.
+            state, its generators' states cannot be restored, or it was trained on another
+            encoding of its task (``Task.encoding``).
         DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
             the message says to load it with device "cpu").
     """
@@ -71,6 +72,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:
         task = get_task(meta["task"])
+        _check_task_encoding(path, task, meta.get("task_encoding", 1))
         config = config_from_dict(meta["config"])
         if device is not None:
             config = dataclasses.replace(config, device=device)
@@ -84,10 +86,22 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
         state.optimizer.load_state_dict(part("optim/"))
         state.history = History(**{k: v.tolist() for k, v in part("history/").items()})
         restore_rng_states(state, meta["rng"])
+    except CheckpointError:
+        raise                               # already says what does not fit
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
                               f"model or run ({type(e).__name__}: {e})") from None
     return Run(model, state, config, task)
+
+
+def _check_task_encoding(path: str | os.PathLike, task: Task, saved: Any) -> None:
+    """CheckpointError when the run was trained on another encoding of its task (a checkpoint
+    without the field predates encodings: version 1)."""
+    if saved != task.encoding:
+        was = task.earlier_encodings.get(saved, f"version {saved!r}, unknown to this tinygrad_attn")
+        raise CheckpointError(f"{path}: trained on another encoding of the {task.name} task ({was}); "
+                              f"this version writes it as {task.example}, which that model would read "
+                              f"wrong: train it again")
 
 
 def _check_saved_device(path: str | os.PathLike, device: str) -> None:

@@ -43,6 +43,10 @@ class Task:
         summary: one line for ``--help``.
         example: the docstring's example as text (prompt → answer).
         max_prompt, max_answer: the longest prompt and answer, in tokens (the answer ends in ".").
+        steps: the optimizer steps ``tinygrad-attn train`` takes when ``--steps`` is not given.
+        encoding: the version of the task's encoding, saved in checkpoints: a model trained on
+            another encoding reads every prompt wrong, so loading it is refused.
+        earlier_encodings: what each earlier version of the encoding was, for that refusal.
     """
 
     name: str
@@ -50,6 +54,9 @@ class Task:
     example: str
     max_prompt: int
     max_answer: int
+    steps: int = 1000
+    encoding: int = 1
+    earlier_encodings: dict[int, str] = {}
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         """One random prompt (held out or not)."""
@@ -66,6 +73,11 @@ class Task:
     def parse(self, text: str) -> list[int]:
         """The prompt for a human-written input such as "3 1 2"; ValueError if it is not one."""
         raise NotImplementedError
+
+    def gloss(self, prompt: list[int], answer: list[int]) -> str:
+        """The prompt and an answer as a person writes them, where the tokens differ from that
+        (add's numbers are written backwards); "" otherwise."""
+        return ""
 
     @property
     def seq_len(self) -> int:
@@ -264,25 +276,33 @@ class Sort(_ListTask):
 
 
 class Add(Task):
-    """add: two numbers of up to 3 digits; the sum is written least significant digit first.
+    """add: two numbers of up to 3 digits; both numbers and their sum least significant digit first.
 
-    As in minGPT's adder, both numbers are zero-padded to 3 digits and the sum to 4, and the sum
-    is reversed so that each digit needs only the carry from the digit written before it.
-    42 + 199 = 241 is the prompt ``0 4 2 + 1 9 9 =`` and the answer ``1 4 2 0 .``, i.e. ids
-    ``[0, 4, 2, 10, 1, 9, 9, 11]`` → ``[1, 4, 2, 0, 13]``.
+    Every number is written the way it is added by hand, right to left: ones, tens, hundreds. The
+    numbers are zero-padded to 3 digits and the sum to 4, so 42 + 199 = 241 is the prompt
+    ``2 4 0 + 9 9 1 =`` and the answer ``1 4 2 0 .``, i.e. ids ``[2, 4, 0, 10, 9, 9, 1, 11]`` →
+    ``[1, 4, 2, 0, 13]``. Answer digit i is predicted at position 7 + i from the two digits i at
+    positions i and 4 + i, always 7 and 3 tokens back, and the carry from the digits before them:
+    fixed distances, which a learned position table and RoPE (which sees only distances) can
+    both find. It is the hardest of the four tasks, so ``train`` gives it 2000 steps.
 
         >>> add = Add()
         >>> add.parse("42 + 199")
-        [0, 4, 2, 10, 1, 9, 9, 11]
+        [2, 4, 0, 10, 9, 9, 1, 11]
         >>> add.solve(add.parse("42 + 199"))
         [1, 4, 2, 0, 13]
+        >>> add.gloss(add.parse("42 + 199"), [1, 4, 2, 0, END])
+        '42 + 199 = 241'
     """
 
     name = "add"
-    summary = (f"add two numbers of up to {ADD_DIGITS} digits; the {ADD_DIGITS + 1}-digit sum is written "
-               "least significant digit first")
-    example = "0 4 2 + 1 9 9 =  →  1 4 2 0 .  (42 + 199 = 241)"
+    summary = (f"add two numbers of up to {ADD_DIGITS} digits; the numbers and their "
+               f"{ADD_DIGITS + 1}-digit sum are written least significant digit first")
+    example = "2 4 0 + 9 9 1 =  →  1 4 2 0 .  (42 + 199 = 241)"
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
+    steps = 2000
+    encoding = 2
+    earlier_encodings = {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"}
 
     def families(self) -> list[tuple[Sequence[int], ...]]:
         return [(range(10),) * ADD_DIGITS + ((PLUS,),) + (range(10),) * ADD_DIGITS + ((EQUALS,),)]
@@ -292,13 +312,14 @@ class Add(Task):
         return self._prompt(int(a), int(b))
 
     def solve(self, prompt: list[int]) -> list[int]:
-        a = int("".join(map(str, prompt[:ADD_DIGITS])))
-        b = int("".join(map(str, prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])))
-        return [int(c) for c in reversed(f"{a + b:0{ADD_DIGITS + 1}d}")] + [END]
+        a = self.value(prompt[:ADD_DIGITS])
+        b = self.value(prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])
+        return self._digits(a + b, ADD_DIGITS + 1) + [END]
 
     def parse(self, text: str) -> list[int]:
-        """'a + b' (or 'a + b ='), a and b whole numbers of 1 to 3 digits 0-9; anything else, such
-        as '1 + 2 = 3' or '1 2 + 3', is refused rather than read as another sum."""
+        """'a + b' (or 'a + b ='), a and b whole numbers of 1 to 3 digits 0-9 written as usual
+        (most significant first); anything else, such as '1 + 2 = 3' or '1 2 + 3', is refused
+        rather than read as another sum."""
         number = rf"([0-9]{{1,{ADD_DIGITS}}})"
         match = re.fullmatch(rf"\s*{number}\s*\+\s*{number}\s*(=\s*)?", text)
         if match is None:
@@ -306,10 +327,26 @@ class Add(Task):
                              f"of 1 to {ADD_DIGITS} digits 0-9, like '42 + 199'; got {text!r}")
         return self._prompt(int(match.group(1)), int(match.group(2)))
 
+    def gloss(self, prompt: list[int], answer: list[int]) -> str:
+        """'a + b = s' in the usual order, s read from `answer`; "" if the answer is not digits then END."""
+        if not answer or answer[-1] != END or not all(0 <= d <= 9 for d in answer[:-1]):
+            return ""
+        return (f"{self.value(prompt[:ADD_DIGITS])} + {self.value(prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])}"
+                f" = {self.value(answer[:-1])}")
+
     @staticmethod
-    def _prompt(a: int, b: int) -> list[int]:
-        digits = lambda n: [int(c) for c in f"{n:0{ADD_DIGITS}d}"]
-        return digits(a) + [PLUS] + digits(b) + [EQUALS]
+    def value(digits: Sequence[int]) -> int:
+        """The number that digits written least significant first stand for: [1, 4, 2, 0] → 241."""
+        return sum(d * 10**i for i, d in enumerate(digits))
+
+    @classmethod
+    def _prompt(cls, a: int, b: int) -> list[int]:
+        return cls._digits(a, ADD_DIGITS) + [PLUS] + cls._digits(b, ADD_DIGITS) + [EQUALS]
+
+    @staticmethod
+    def _digits(n: int, width: int) -> list[int]:
+        """n's `width` digits, least significant first: 42, 3 → [2, 4, 0]."""
+        return [n // 10**i % 10 for i in range(width)]
 
 
 TASKS: dict[str, Task] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
