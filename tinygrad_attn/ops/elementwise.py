@@ -288,19 +288,23 @@ class Relu(Op):
     """y = max(x, 0)."""
 
     name = "relu"
-    formula = {"x": "dx = dy ⊙ [x > 0]"}
-    residuals = {"x": "x (the input)"}
+    formula = {"x": "dx = dy ⊙ [y > 0]  ([y > 0] = [x > 0])"}
+    residuals = {"y": "y (the output)"}
     cases = (Case((3, 4), domain="nonzero"),)
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save(x=x)
-        return ctx.xp.maximum(x, 0)
+        # The output tells where x > 0 as well as x does, and the next op (a linear layer) keeps
+        # it anyway: saving y instead of x lets x be freed and leaves one array to fingerprint.
+        y = ctx.xp.maximum(x, 0)
+        ctx.save(y=y)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
-        """The slope is 1 where x > 0 and 0 elsewhere; at x = 0 we take 0, as PyTorch does."""
-        return (grad * (ctx.saved["x"] > 0) if ctx.needs_grad[0] else None,)
+        """The slope is 1 where x > 0 and 0 elsewhere (y = max(x, 0) > 0 exactly there); at x = 0
+        we take 0, as PyTorch does."""
+        return (grad * (ctx.saved["y"] > 0) if ctx.needs_grad[0] else None,)
 
 
 _GELU_C = math.sqrt(2 / math.pi)

@@ -37,7 +37,7 @@ class CrossEntropy(Op):
     residuals = {
         "probs": "P (the softmax probabilities)",
         "safe": "the targets",
-        "counted": "which targets count",
+        "counted": "which targets count (None: every one)",
         "n_counted": "n_counted (how many targets count)",
     }
     cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
@@ -55,7 +55,7 @@ class CrossEntropy(Op):
         logits, = single_for_half(logits)
         probs, m, s = softmax_parts(xp, logits, -1)
         every = ignore_index is None            # then every target counts: no mask to apply
-        counted = xp.ones(targets.shape, dtype=bool) if every else targets != ignore_index
+        counted = None if every else targets != ignore_index
         safe = (targets if every else xp.where(counted, targets, 0))[..., None]   # (..., 1)
         # z[target] of each position: the logits as rows, one (row, target) pair picked per row
         # (what take_along_axis does, without its index building: a fifth of a small step).
@@ -88,8 +88,12 @@ class CrossEntropy(Op):
         target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
         if ctx.smoothing:
             target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
-        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"]) * counted
-        return (probs - target) * scale[..., None], None
+        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"])
+        if counted is not None:                 # ignored positions get no gradient
+            scale = scale * counted
+        if scale.ndim:
+            scale = scale[..., None]
+        return (probs - target) * scale, None
 
 
 def _reduced(losses, reduction: str, n):
