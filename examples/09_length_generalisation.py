@@ -12,7 +12,7 @@ table: position p turns each pair of Q and K features by p · base^(−2i/D), fo
 
 Printed per length: exact match (the whole answer right) and token accuracy (the share of answer
 tokens right, "." included), greedy decoding, 200 lists per length.
-Run: python examples/09_length_generalisation.py [--steps 400]
+Run: python examples/09_length_generalisation.py [--steps 1000]
 """
 
 import argparse
@@ -27,7 +27,7 @@ from tinygrad_attn.training.loop import train
 from tinygrad_attn.training.tasks import END, SEP, VOCAB, get_task
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--steps", type=int, default=400)
+parser.add_argument("--steps", type=int, default=1000)
 parser.add_argument("--lists", type=int, default=200, help="test lists per length")
 args = parser.parse_args()
 
