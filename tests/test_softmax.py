@@ -154,12 +154,12 @@ def test_everything_masked_under_detect_anomaly_raises_nothing():
 
 
 def test_softmax_parts_of_masked_logits_reports_rows_with_no_position():
-    """The helpers attention imports: probs, the row max (0 on an empty row) and the row sum."""
+    """The helpers attention imports: probs, the row max (the lowest float on an empty row), the row sum."""
     x = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
     keep = np.array([[True, True, False], [False, False, False]])
     probs, m, s = softmax_parts(np, masked_logits(np, x, keep, None), -1)
     np.testing.assert_allclose(probs, [[1 / (1 + np.e), np.e / (1 + np.e), 0], [0, 0, 0]])
-    np.testing.assert_array_equal(m[:, 0], [2.0, 0.0])
+    np.testing.assert_array_equal(m[:, 0], [2.0, np.finfo(np.float64).min])
     np.testing.assert_allclose(s[:, 0], [1 + np.exp(-1.0), 0.0])
     probs, _, s = softmax_parts(np, masked_logits(np, x, None, np.array([0.0, -np.inf, 0.0])), 1)
     np.testing.assert_allclose(probs[0], [1 / (1 + np.e**2), 0, np.e**2 / (1 + np.e**2)])

@@ -65,7 +65,8 @@ def softmax_parts(xp, z, axis: int, *, overwrite: bool = False):
 
     The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
     with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
-    part has m = −inf; m is replaced by 0 there so that exp(−inf − 0) = 0 and the row is zeros.
+    part has m = −inf; m is replaced by the lowest finite float there so that exp(−inf − m) = 0
+    and the row is zeros (its s = 0 is divided as 1). A NaN m stays NaN (maximum propagates it).
     A NaN (or +inf) in a row makes s NaN and so the whole row NaN, as in PyTorch. An empty axis
     gives an empty result (m = s = 0).
     """
@@ -74,11 +75,11 @@ def softmax_parts(xp, z, axis: int, *, overwrite: bool = False):
         stat = z.sum(axis=axis, keepdims=True)
         return xp.exp(z), stat, stat
     m = row_max(xp, z) if axis in (-1, z.ndim - 1) else z.max(axis=axis, keepdims=True)
-    m = xp.where(m == -xp.inf, xp.asarray(0, dtype=m.dtype), m)
+    m = xp.maximum(m, xp.finfo(m.dtype).min)            # −inf (no position) → the lowest float
     e = xp.subtract(z, m, out=z if overwrite else None)
     xp.exp(e, out=e)
     s = rowsum(xp, e) if axis in (-1, e.ndim - 1) else e.sum(axis=axis, keepdims=True)
-    e /= xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s)
+    e /= xp.maximum(s, 1)       # s ≥ 1 (the max's own term is 1) unless no position: 0, kept 0
     return e, m, s
 
 
