@@ -10,6 +10,9 @@ import os
 __all__ = ["add_process_options", "apply_process_options", "set_thread_count"]
 
 
+SPIN_IDLE = 0.15    # seconds: OpenBLAS's idle threads spin for about 0.1 s after a call
+
+
 def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) -> None:
     """--rounds, --threads, --clock and --idle: how the side processes are timed."""
     parser.add_argument("--rounds", type=int, default=None,
@@ -20,14 +23,20 @@ def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) ->
                         help="what a sample measures: wall-clock time (default), or each process's CPU "
                              "time, steadier on a loaded machine and fair between sides only with "
                              "--threads 1 (refused otherwise)")
-    parser.add_argument("--idle", type=float, default=0.15,
-                        help="seconds idle before each sample, for BLAS threads to stop spinning")
+    parser.add_argument("--idle", type=float, default=None,
+                        help="seconds idle before each sample, for BLAS threads to stop spinning "
+                             f"(default {SPIN_IDLE} with more than one thread, 0 with one: no thread "
+                             "spins then, and a pause would only let the next sample start on a "
+                             "core whose caches the other sides' processes have refilled)")
 
 
 def apply_process_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse --clock cpu with more than one thread, then set the thread count for every process."""
+    """Refuse --clock cpu with more than one thread, fill in the default --idle, then set the
+    thread count for every process."""
     if args.clock == "cpu" and args.threads != 1:
         parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
+    if args.idle is None:
+        args.idle = SPIN_IDLE if args.threads > 1 else 0.0
     set_thread_count(args.threads)
 
 

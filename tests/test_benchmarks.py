@@ -108,3 +108,18 @@ def test_profile_prints_the_steps_top_functions(capsys):
     assert "MLP 16→16→4, batch 8, same step, ours: 3 steps under cProfile; top 5 by own time" in out
     assert re.search(r"List reduced from \d+ to 5 due to restriction <5>", out)
     assert "ncalls  tottime  percall  cumtime  percall filename:lineno(function)" in out
+
+
+def test_idle_defaults_to_zero_with_one_thread_and_to_the_spin_time_with_more(monkeypatch):
+    import argparse
+
+    from benchmarks.options import SPIN_IDLE, add_process_options, apply_process_options
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")        # apply_process_options sets them: restored afterwards
+    parser = argparse.ArgumentParser()
+    add_process_options(parser, default_rounds=10)
+    for argv, idle in ((["--threads", "1"], 0.0), (["--threads", "2"], SPIN_IDLE),
+                       (["--threads", "1", "--idle", "0.5"], 0.5)):
+        args = parser.parse_args(argv)
+        apply_process_options(parser, args)
+        assert args.idle == idle, argv
