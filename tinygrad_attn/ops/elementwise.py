@@ -270,7 +270,12 @@ class Silu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        s = 0.5 * (1 + ctx.xp.tanh(0.5 * x))           # σ(x), without overflow (see Sigmoid)
+        # σ(x) = ½(1 + tanh ½x), without overflow (see Sigmoid), each step in place on one array
+        xp = ctx.xp
+        s = xp.multiply(x, 0.5, out=xp.empty_like(x))   # an array also for 0-d x
+        xp.tanh(s, out=s)
+        s += 1
+        s *= 0.5
         ctx.save(x=x, s=s)
         return x * s
 
@@ -279,8 +284,13 @@ class Silu(Op):
         """d(x·σ(x))/dx = σ(x) + x·σ(x)(1 − σ(x)) = s(1 + x(1 − s)) (product rule, σ' = σ(1 − σ))."""
         if not ctx.needs_grad[0]:
             return (None,)
-        x, s = ctx.saved["x"], ctx.saved["s"]
-        return (grad * s * (1 + x * (1 - s)),)
+        xp, x, s = ctx.xp, ctx.saved["x"], ctx.saved["s"]
+        slope = xp.subtract(1, s, out=xp.empty_like(s))
+        slope *= x
+        slope += 1                                      # 1 + x(1 − s), in place
+        dx = grad * s
+        dx *= slope
+        return (dx,)
 
 
 @register
