@@ -52,16 +52,18 @@ def test_an_array_that_backward_does_not_read_may_change():
     np.testing.assert_allclose(lin.bias.grad, dy.sum(axis=0), rtol=1e-6)
 
 
-def test_a_change_of_one_bit_or_of_equal_elements_is_seen():
-    a = np.ones(4, dtype=np.float32)
+@pytest.mark.parametrize("size", [4, 40_000], ids=["bytes copied (small)", "sum of bits (over 64 KiB)"])
+def test_a_change_of_one_bit_or_of_equal_elements_is_seen(size):
+    a = np.ones(size, dtype=np.float32)
     before = fingerprint(a)
+    assert isinstance(before, bytes) == (a.nbytes <= 64 * 1024)
     a *= 2                                       # pairs of equal values: an xor would miss this
     assert fingerprint(a) != before
-    b = np.zeros(3)
+    b = np.zeros(size)
     before = fingerprint(b)
     b.view(np.uint64)[2] ^= 1                    # the smallest float64 change: one bit
     assert fingerprint(b) != before
-    c = np.array([1.0, np.nan])
+    c = np.array([1.0, np.nan] * (size // 2))
     assert fingerprint(c) == fingerprint(c.copy())  # NaN == NaN by bits: no false alarm
 
 

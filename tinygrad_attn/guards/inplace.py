@@ -5,11 +5,13 @@ records a node, each array that the op saved for backward and that a user can re
 or the output's ``.data``. Backward recomputes the fingerprints first and refuses to run a node
 whose arrays changed (PyTorch's version-counter check, done by content).
 
-The fingerprint of a NumPy array of up to 1 KiB is a copy of its bytes (exact, and cheaper than
-any reduction at that size); of a larger or a CuPy array, the wrapping integer sum of its bit
-patterns in its own width: any change to one element, even of one bit, NaN included, changes it.
-The sum costs one read of the array, about 0.4 of an elementwise op on it, and on the GPU it
-stays on the device until backward compares it. An array saved by two ops (tanh's output, then
+The fingerprint of a NumPy array of up to 64 KiB is a copy of its bytes: exact, and cheaper than
+the sum below at those sizes (a reduction costs about 0.9 µs before it reads anything: 0.1
+against 0.95 µs at 5 KiB, 0.4 against 1.4 at 32 KiB), for at most 64 KiB kept per saved array. Of
+a larger or a CuPy array it is the wrapping integer sum of its bit patterns in its own width: any
+change to one element, even of one bit, NaN included, changes it. The sum costs one read of the
+array, about 0.4 of an elementwise op on it, keeps nothing, and on the GPU stays on the device
+until backward compares it. An array saved by two ops (tanh's output, then
 the next mul's input) is fingerprinted once at forward and read once per backward pass.
 
 Limits: a large array edited in a way that keeps the sum (two elements swapped) goes unseen;
@@ -35,7 +37,7 @@ __all__ = ["check_unchanged", "fingerprint", "watch"]
 
 
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
-_SMALL_BYTES = 1024
+_SMALL_BYTES = 64 * 1024     # up to this size, a copy of the bytes
 
 
 def fingerprint(array: Any) -> Any:
