@@ -16,7 +16,7 @@ from tinygrad_attn import nn, optim
 from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
 from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
-from tinygrad_attn.training.tasks import EQUALS, PLUS, SEP, _count_held_out, decode, get_task, is_held_out
+from tinygrad_attn.training.tasks import END, EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 NAN, INF = math.nan, math.inf
@@ -363,15 +363,19 @@ def test_sample_refuses_a_sum_it_would_misread(add_run, capsys):
         assert err.startswith("error: add: expected 'a + b'") and err.endswith(f"got {text!r}\n")
 
 
-def test_sample_reads_an_add_answer_back_as_the_sum(add_run, capsys):
-    from tinygrad_attn.training import answer, load_run
+@pytest.mark.parametrize("said, printed", [
+    ([1, 4, 2, 0, END], "2 4 0 + 9 9 1 =  →  1 4 2 0 .  (read as 42 + 199 = 241)\n"),
+    ([1, 5, 2, 0, END], "2 4 0 + 9 9 1 =  →  1 5 2 0 .  (read as 42 + 199 = 251)\n"
+                        "(the right answer is 1 4 2 0 ., read as 42 + 199 = 241)\n"),
+    ([1, 4, PLUS], "2 4 0 + 9 9 1 =  →  1 4 +\n(the right answer is 1 4 2 0 ., read as 42 + 199 = 241)\n")])
+def test_sample_reads_an_add_answer_back_as_the_sum(add_run, capsys, monkeypatch, said, printed):
+    """What the model said (its answer replaced by `said`) is printed as tokens and, when it is
+    digits then ".", read back as the sum in the usual order; a wrong answer is followed by the right one."""
+    from tinygrad_attn.commands import sample
+    monkeypatch.setattr(sample, "answer", lambda model, task, prompts: [said])
     capsys.readouterr()
-    model, _, _, add = load_run(add_run / "checkpoint.npz")
-    predicted = answer(model, add, [add.parse("42 + 199")])[0]     # one step of training: some guess
     assert cli.main(["sample", str(add_run / "checkpoint.npz"), "42 + 199"]) == 0
-    said = add.gloss(add.parse("42 + 199"), predicted)
-    first = f"2 4 0 + 9 9 1 =  →  {decode(predicted)}" + (f"  (the model's sum: {said})" if said else "")
-    assert capsys.readouterr().out == (first + "\n(the right answer is 1 4 2 0 ., i.e. 42 + 199 = 241)\n")
+    assert capsys.readouterr().out == printed
 
 
 def test_files_that_are_not_checkpoints_say_what_they_are(add_run, tmp_path, capsys):

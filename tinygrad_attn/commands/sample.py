@@ -26,10 +26,10 @@ def run(args: argparse.Namespace) -> int:
     predicted = answer(model, task, [prompt])[0]
     expected = task.solve(prompt)
     gloss = task.gloss(prompt, predicted)
-    print(f"{decode(prompt)}  →  {decode(predicted)}" + (f"  (the model's sum: {gloss})" if gloss else ""))
+    print(f"{decode(prompt)}  →  {decode(predicted)}" + (f"  (read as {gloss})" if gloss else ""))
     if predicted != expected:
         right = task.gloss(prompt, expected)
-        print(f"(the right answer is {decode(expected)}" + (f", i.e. {right})" if right else ")"))
+        print(f"(the right answer is {decode(expected)}" + (f", read as {right})" if right else ")"))
     return 0
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import itertools
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class Task:
     max_answer: int
     steps: int = 1000
     encoding: int = 1
-    earlier_encodings: dict[int, str] = {}
+    earlier_encodings: Mapping[int, str] = MappingProxyType({})
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         """One random prompt (held out or not)."""
@@ -302,7 +303,8 @@ class Add(Task):
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
     steps = 2000
     encoding = 2
-    earlier_encodings = {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"}
+    earlier_encodings = MappingProxyType(
+        {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"})
 
     def families(self) -> list[tuple[Sequence[int], ...]]:
         return [(range(10),) * ADD_DIGITS + ((PLUS,),) + (range(10),) * ADD_DIGITS + ((EQUALS,),)]
