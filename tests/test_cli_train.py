@@ -111,3 +111,18 @@ def test_every_config_field_is_a_flag_with_its_help_and_default(tmp_path, capsys
     assert cli.main(["train", "copy", "--resume", str(run), "--weight-decay", "0.1"]) == 2
     assert "cannot change weight_decay when resuming (the checkpoint has weight_decay=0.01)" in \
         capsys.readouterr().err
+
+
+def test_the_attention_plot_of_add_names_the_sum_it_shows(tmp_path, monkeypatch):
+    """add's tokens write numbers backwards, so the title also reads the example as a sum."""
+    from tinygrad_attn.training import plots
+    titles = []
+    monkeypatch.setattr(plots, "attention_grid", lambda maps, tokens, path, title="": titles.append(title))
+    for task in ("add", "copy"):
+        assert cli.main(["train", task, "--steps", "2", *SMALL, "--out", str(tmp_path / task)]) == 0
+    add, copy = titles
+    shown = add.split("'")[1]                               # a held-out prompt, e.g. '2 9 0 + 4 1 2 ='
+    digits = [int(t) for t in shown.split() if t.isdigit()]
+    a, b = (sum(d * 10**i for i, d in enumerate(digits[k:k + 3])) for k in (0, 3))
+    assert add.endswith(f"on held-out '{shown}' ({a} + {b} = {a + b})"), add
+    assert copy.endswith("'"), copy                         # copy's tokens read as they are

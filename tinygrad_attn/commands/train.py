@@ -318,9 +318,10 @@ def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: Tr
     shown = max(held_out, key=len)
     example = shown + task.solve(shown)       # the model reads all but the last token
     maps = [m.numpy()[0] for m in model.attention_maps(np.array([example[:-1]]))]
+    gloss = task.gloss(shown, task.solve(shown))            # add: "92 + 214 = 306"
     plots.attention_grid(maps, decode(example[:-1]).split(), out / "attention.png",
                          f"{task.name}: attention (rows: queries, columns: keys) on held-out "
-                         f"'{decode(shown)}'")
+                         f"'{decode(shown)}'" + (f" ({gloss})" if gloss else ""))
     print(f"{task.name}: held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences "
           f"after {state.step} steps ({seconds:.1f} s of training); wrote {out}/")
 
