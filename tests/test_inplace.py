@@ -131,3 +131,20 @@ def test_an_array_saved_by_two_ops_is_not_a_false_alarm():
     (h * h).sum().backward()
     t = np.tanh(0.5)
     np.testing.assert_allclose(x.grad, np.full(300, 2 * t * (1 - t * t)))
+
+
+@pytest.mark.parametrize("ignore_index", [None, -100])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_targets_edited_after_forward_change_no_gradient(loss, ignore_index):
+    """Targets are an index, not watched: the loss keeps its own copy of them (with every target
+    counting, too, where no mask is built)."""
+    def gradient(edit):
+        x = ta.Tensor(np.log(np.full((2, 3), 1 / 3)), requires_grad=True)
+        targets = ta.Tensor(np.array([0, 1]))
+        value = getattr(F, loss)(x, targets, ignore_index=ignore_index)
+        if edit:
+            targets.data[0] = 2
+        value.backward()
+        return x.grad
+    np.testing.assert_array_equal(gradient(edit=True), gradient(edit=False))
+    assert gradient(edit=False)[0, 0] < 0 and gradient(edit=False)[0, 2] >= 0     # target 0's slope

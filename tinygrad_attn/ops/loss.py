@@ -54,9 +54,7 @@ class CrossEntropy(Op):
         dtype, ctx.smoothing = logits.dtype, label_smoothing
         logits, = single_for_half(logits)
         probs, m, s = softmax_parts(xp, logits, -1)
-        every = ignore_index is None            # then every target counts: no mask to apply
-        counted = None if every else targets != ignore_index
-        safe = (targets if every else xp.where(counted, targets, 0))[..., None]   # (..., 1)
+        counted, safe, n_counted = _counting(xp, targets, ignore_index, logits.dtype)
         # z[target] of each position: the logits as rows, one (row, target) pair picked per row
         # (what take_along_axis does, without its index building: a fifth of a small step).
         rows = logits.reshape(safe.size, logits.shape[-1])
@@ -67,12 +65,8 @@ class CrossEntropy(Op):
         losses = lse - picked
         if label_smoothing:             # ε · mean over the classes of −log p_c = ε · (lse − mean z)
             losses = (1 - label_smoothing) * losses + label_smoothing * (lse - logits.mean(axis=-1))
-        if not every:
+        if counted is not None:
             losses = xp.where(counted, losses, 0)
-        # n stays an array on the device (no int(): that would wait for the GPU and copy to the
-        # host on every call); float, so that dividing by it keeps the logits' dtype.
-        n_counted = (xp.asarray(max(safe.size, 1), dtype=logits.dtype) if every
-                     else xp.maximum(counted.sum(dtype=logits.dtype), 1))
         ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
         return cast_back(_reduced(losses, reduction, n_counted), dtype)
 
@@ -88,12 +82,29 @@ class CrossEntropy(Op):
         target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
         if ctx.smoothing:
             target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
-        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"])
-        if counted is not None:                 # ignored positions get no gradient
-            scale = scale * counted
-        if scale.ndim:
-            scale = scale[..., None]
-        return (probs - target) * scale, None
+        return (probs - target) * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted), None
+
+
+def _counting(xp, targets, ignore_index, dtype):
+    """(counted, safe, n) for integer targets: which positions count (None when every one does,
+    `ignore_index` None: no mask to build or apply), the targets shaped (..., 1), ignored ones
+    replaced by 0, in an array of their own (editing the targets later changes no gradient), and
+    how many positions count, at least 1. n stays an array on the device (no int(): that would
+    wait for the GPU and copy to the host on every call), of `dtype`, so that dividing by it keeps
+    the inputs' dtype."""
+    if ignore_index is None:
+        return None, targets[..., None].copy(), xp.asarray(max(targets.size, 1), dtype=dtype)
+    counted = targets != ignore_index
+    return counted, xp.where(counted, targets, 0)[..., None], xp.maximum(counted.sum(dtype=dtype), 1)
+
+
+def _class_scale(grad, reduction: str, n, counted):
+    """dℓ per position (``_per_position``), 0 where the target does not count, given a size-1
+    class axis when it is one per position, to multiply a (..., C) gradient."""
+    scale = _per_position(grad, reduction, n)
+    if counted is not None:
+        scale = scale * counted
+    return scale[..., None] if scale.ndim else scale
 
 
 def _reduced(losses, reduction: str, n):
@@ -160,7 +171,8 @@ class NllLoss(Op):
 
     name = "nll_loss"
     formula = {"x": "dx = −one_hot(target) ⊙ dℓ / n_counted", "targets": None}
-    residuals = {"safe": "the targets", "counted": "which targets count", "n_counted": "how many count"}
+    residuals = {"safe": "the targets", "counted": "which targets count (None: every one)",
+                 "n_counted": "how many count"}
     cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "sum"}),
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
@@ -169,10 +181,10 @@ class NllLoss(Op):
     def forward(ctx, x, targets, *, ignore_index, reduction):
         xp = ctx.xp
         ctx.classes = x.shape[-1]
-        counted = xp.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
-        safe = xp.where(counted, targets, 0)[..., None]
-        losses = xp.where(counted, -xp.take_along_axis(x, safe, axis=-1)[..., 0], 0)
-        n_counted = xp.maximum(counted.sum(dtype=x.dtype), 1)
+        counted, safe, n_counted = _counting(xp, targets, ignore_index, x.dtype)
+        losses = -xp.take_along_axis(x, safe, axis=-1)[..., 0]
+        if counted is not None:
+            losses = xp.where(counted, losses, 0)
         ctx.save(safe=safe, counted=counted, n_counted=n_counted)
         return _reduced(losses, reduction, n_counted)
 
@@ -182,9 +194,8 @@ class NllLoss(Op):
         if not ctx.needs_grad[0]:
             return None, None
         safe, counted = ctx.saved["safe"], ctx.saved["counted"]
-        scale = _per_position(grad, ctx.reduction, ctx.saved["n_counted"]) * counted
         one_hot = ctx.xp.arange(ctx.classes) == safe
-        return -(one_hot * scale[..., None]), None
+        return -(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), None
 
 
 @register
