@@ -180,11 +180,13 @@ def test_bad_inputs_raise():
 
 
 @pytest.mark.parametrize("shape", [(300, 1), (300, 2), (300, 3), (512, 7), (2048, 16), (64, 4, 32, 32),
-                                   (300, 63), (300, 64), (300, 65), (8, 4), (2048, 15)])
+                                   (300, 63), (300, 64), (300, 65), (8, 4), (2048, 15), (64, 10),
+                                   (31, 4), (32, 4), (127, 64), (128, 64)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_max_is_numpys_max_with_nan_and_fully_masked_rows(shape, dtype):
-    """row_max halves many short rows (the shapes of ≥ 256 rows of ≤ 64 here) instead of calling
-    NumPy's max: the same values, NaN and −inf included."""
+    """row_max reduces many short rows (≥ 32 rows, at least twice as many as their length, of ≤ 64)
+    as the columns of a transposed copy instead of calling NumPy's max: the same values, NaN and
+    −inf included, on either side of each bound."""
     z = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     z.flat[::97] = -np.inf
     z[..., 0, :] = -np.inf                              # a fully masked row
