@@ -24,7 +24,7 @@ from .backend import array_module
 from .errors import ShapeError
 from .guards import anomaly, inplace
 from .guards.thread_switch import ThreadSwitch
-from .ops.base import Context, Op, quiet_float_errors
+from .ops.base import Context, Op, quiet_float_errors, restore_float_errors, silence_float_errors
 from .ops.rowsum import colsum
 from .scopes import current_scope
 
@@ -144,9 +144,12 @@ def run_backward(root: Tensor, grad: Any) -> None:
     """The same pass as ``backward_steps`` drained at once (``Tensor.backward``): the nodes are
     visited by the same ``_Pass.visit``, with the float-error state set once for the whole pass."""
     backward_pass = _Pass(root, grad)
-    with quiet_float_errors():
+    token = silence_float_errors()      # what quiet_float_errors() does, a sixth of its cost
+    try:
         for t in backward_pass.order:
             backward_pass.visit(t, False)
+    finally:
+        restore_float_errors(token)
 
 
 class _Pass:
