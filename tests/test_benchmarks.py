@@ -123,3 +123,17 @@ def test_idle_defaults_to_zero_with_one_thread_and_to_the_spin_time_with_more(mo
         args = parser.parse_args(argv)
         apply_process_options(parser, args)
         assert args.idle == idle, argv
+
+
+def test_fresh_process_times_each_side_alone_and_gives_the_ratio_per_process(capsys, monkeypatch):
+    from benchmarks import fresh_process
+
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test
+    assert fresh_process.main(["--processes", "1", "--steps", "2", "--sides", "ours", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "1 fresh processes a side, 5 warm-up + 2 timed steps each; keep_freed_memory: no" in out
+    for title in ("tinygrad_attn", "NumPy by hand"):
+        ms, faults = re.search(rf"\| 1 \| {title} \| ([\d.]+) \| ([\d,]+) \|", out).groups()
+        assert float(ms) > 0 and int(faults.replace(",", "")) >= 0
+    assert re.search(r"our time / NumPy by hand's, process by process: [\d.]+× \(median [\d.]+×", out)
