@@ -7,12 +7,14 @@ Each process builds one side's TinyTransformer train step (the ``train`` row of 
 benchmarks``) in float32 and nothing else: unlike the benchmark's workers it runs no float64 check
 first. It takes 5 steps to warm up, then times `steps` steps: CPU milliseconds a step (one BLAS
 thread, so CPU time is the work done) and the minor page faults a step (pages the kernel mapped and
-zeroed, ``resource.getrusage``). The sides alternate, one fresh process each, `processes` times.
+zeroed, ``resource.getrusage``). The sides alternate, one fresh process each, `processes` times;
+the ratio printed for each peer is peer / ours, process by process, as in ``python -m benchmarks``
+(below 1: the peer is faster).
 
 Where glibc's heap ends up after a step decides how many pages the next one maps afresh, and that
 moves from process to process (the order of imports alone moves it), so each process is a line of
 its own. ``--keep-freed-memory`` runs every process under ``keep_freed_memory()``, as
-``tinygrad-attn train`` does: then no step should fault.
+``tinygrad-attn train`` does: then a step faults a few pages at most.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def measure(side: str, steps: int, keep_freed_memory: bool) -> tuple[float, floa
                           capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode:
         raise RuntimeError(f"fresh_process: the {side} process failed:\n{done.stderr}")
-    ms, faults = done.stdout.split()
+    ms, faults = done.stdout.splitlines()[-1].split()     # the last line: anything a side printed is above
     return float(ms), float(faults)
 
 
@@ -76,10 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=3, help="fresh processes per side (default 3)")
     parser.add_argument("--steps", type=int, default=30, help="timed steps per process (default 30)")
     parser.add_argument("--sides", nargs="+", choices=("ours", "torch", "mygrad", "numpy"),
-                        default=["ours", "torch"], help="the sides (default: ours torch)")
+                        default=["ours", "torch"],
+                        help="the sides (default: ours torch); ours always runs, first")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="every process calls keep_freed_memory() first, as tinygrad-attn train does")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("ours", "torch", "mygrad", "numpy"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.processes < 1 or args.steps < 1:
         parser.error(f"--processes and --steps must be at least 1, got {args.processes} and {args.steps}")
@@ -104,9 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             times[side].append(ms)
             print(f"| {index} | {TITLES[side]} | {ms:.1f} | {faults:,.0f} |", flush=True)
     for side in sides[1:]:
-        ratios = [ours / peer for ours, peer in zip(times["ours"], times[side])]
-        print(f"our time / {TITLES[side]}'s, process by process: " + ", ".join(f"{r:.2f}×" for r in ratios)
-              + f" (median {statistics.median(ratios):.2f}×; above 1: {TITLES[side]} is faster)")
+        ratios = [peer / ours for ours, peer in zip(times["ours"], times[side])]
+        print(f"{TITLES[side]} / tinygrad_attn, process by process: " + ", ".join(f"{r:.2f}×" for r in ratios)
+              + f" (median {statistics.median(ratios):.2f}×; below 1: {TITLES[side]} is faster)")
     return 0
 
 
