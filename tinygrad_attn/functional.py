@@ -157,17 +157,18 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=logits.device)
-    if targets.dtype.kind == "f" and targets.shape == logits.shape:
+    target_shape, logits_shape = targets.data.shape, logits.data.shape   # once: read at every step
+    if targets.data.dtype.kind == "f" and target_shape == logits_shape:
         return apply(loss_ops.CrossEntropyProbs, logits, targets, label_smoothing=label_smoothing,
                      reduction=reduction)
-    if targets.dtype.kind not in "iu":
+    if targets.data.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy: targets must be integers, got dtype {targets.dtype} of shape "
                         f"{targets.shape} (float targets are class probabilities of the logits' shape "
                         f"{logits.shape})")
-    if logits.ndim < 1 or targets.shape != logits.shape[:-1]:
+    if not logits_shape or target_shape != logits_shape[:-1]:
         raise ShapeError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{logits.shape[:-1]}, got {targets.shape}")
-    classes = logits.shape[-1]
+    classes = logits_shape[-1]
     bad = first_out_of_range(targets.data, classes, ignore_index)     # checked on the device
     if bad is not None:
         raise ValueError(f"cross_entropy: target {bad} is out of range for "
@@ -197,12 +198,15 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         array([[3., 4., 5., 6.],
                [3., 4., 5., 6.]], dtype=float32)
     """
-    for name, t in (("x", x), ("weight", weight)):
-        _check_float("linear", name, t)
-    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[0]:
+    # On the arrays' own shapes and dtypes: every layer of every step passes here.
+    x_shape, w_shape = x.data.shape, weight.data.shape
+    if x.data.dtype.kind != "f" or weight.data.dtype.kind != "f":
+        for name, t in (("x", x), ("weight", weight)):
+            _check_float("linear", name, t)
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[0]:
         raise ShapeError(f"linear: x of shape {x.shape} does not fit weight of shape {weight.shape} "
                          "(expected x (..., in) and weight (in, out))")
-    if bias is not None and bias.shape != weight.shape[1:]:
+    if bias is not None and bias.data.shape != w_shape[1:]:
         raise ShapeError(f"linear: bias of shape {bias.shape} does not match weight's out_features "
                          f"{weight.shape[1]} (expected ({weight.shape[1]},))")
     return apply(matmul_ops.Linear, x, weight, bias)
