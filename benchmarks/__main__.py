@@ -5,7 +5,10 @@ side first checked against PyTorch's float64 results (``benchmarks/harness.py``)
 repository root: ``python -m benchmarks`` (several minutes on 2 cores), ``--quick`` (a smoke test
 of a few seconds), ``--only mlp chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
-a line saying so.
+a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
+train`` does (``--no-keep-freed-memory`` for glibc's own thresholds, under which a step's page
+faults, and so its time, change from process to process; ``python -m benchmarks.fresh_process``
+shows them).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the workloads to run (default: all)")
     parser.add_argument("--sides", nargs="+", choices=SIDE_NAMES, default=list(SIDE_NAMES),
                         help="the sides to compare (default: all that are installed; ours always runs)")
-    parser.add_argument("--keep-freed-memory", action="store_true",
-                        help="glibc keeps freed memory for reuse, as `tinygrad-attn train` sets it "
-                             "(tinygrad_attn.training.host_memory); every side's process runs under it")
+    parser.add_argument("--keep-freed-memory", action=argparse.BooleanOptionalAction, default=True,
+                        help="glibc keeps freed memory for reuse in every side's process, as `tinygrad-attn "
+                             "train` sets it (tinygrad_attn.training.host_memory): the default, since with "
+                             "glibc's own thresholds whether a step maps its pages afresh changes from "
+                             "process to process (our train step took 22.4-27.6 ms in seven runs, 21.4-23.1 "
+                             "with it); --no-keep-freed-memory measures glibc's defaults")
     add_process_options(parser, default_rounds=10)
     return parser
 
@@ -71,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(describe_environment(args.threads))
     for line in missing:
         print(line)
-    print("glibc malloc keeps freed memory (--keep-freed-memory): "
-          f"{'yes' if args.keep_freed_memory else 'no, the default'}")
+    print("glibc malloc keeps freed memory in every process: "
+          f"{'yes, the default' if args.keep_freed_memory else 'no (--no-keep-freed-memory)'}")
     described: dict[str, dict] = {}
     table = []
     for workload in rows(args.quick):

@@ -28,7 +28,7 @@ def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert re.search(r"NumPy [\d.]+, BLAS .*OPENBLAS_NUM_THREADS=1", out)
     assert re.search(r"tinygrad_attn: NumPy [\d.]+, OpenBLAS threads in use \S+", out)
-    assert "glibc malloc keeps freed memory (--keep-freed-memory): no, the default" in out
+    assert "glibc malloc keeps freed memory in every process: yes, the default" in out
     assert "wrong results" not in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
     expected = [r"MLP 16→16→4, batch 8, cross-entropy, SGD step +\| [\d.]+ ms +\| [\d.]+ ms \([\d.]+×\)",
