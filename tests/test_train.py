@@ -116,3 +116,16 @@ def test_bad_configs_are_refused_before_training(bad, match):
     config = TrainConfig()
     with pytest.raises(ValueError, match="steps must be at least 1"):
         dataclasses.replace(config, steps=-3)
+
+
+def test_train_keeps_freed_memory_for_the_next_steps_arrays(monkeypatch):
+    """train() sets the process's malloc to keep freed memory (host_memory), once per call, before
+    its first step; the engine itself never does (tests/test_host_memory.py checks the setting)."""
+    from tinygrad_attn.training import loop
+
+    calls = []
+    monkeypatch.setattr(loop, "keep_freed_memory", lambda: calls.append(True) or True)
+    config = TrainConfig(**{**TINY, "steps": 2})
+    train(make_model("copy", config), "copy", config,
+          on_step=lambda step, history: calls.append(step))
+    assert calls == [True, 1, 2]

@@ -36,7 +36,6 @@ from ..training import (
     run_contents,
     train,
 )
-from ..training.host_memory import keep_freed_memory
 from ..training.run_folder import RunFolder
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
 
@@ -63,11 +62,8 @@ def _fail(message: str, code: int = 2) -> int:
 def run(args: argparse.Namespace) -> int:
     """Train as the flags say. Exit code 0 when done (or stopped by ``--stop-after``), 2 for a bad
     flag, folder or checkpoint, 1 when training diverged, ran out of memory or a file could not
-    be written, 130 on Ctrl-C.
-
-    Every step frees and remakes the same large arrays: the process keeps freed memory for reuse
-    (``host_memory.keep_freed_memory``) instead of mapping fresh pages each step."""
-    keep_freed_memory()
+    be written, 130 on Ctrl-C. (``train`` sets the process's malloc to keep freed memory for the
+    next step's arrays: ``host_memory.keep_freed_memory``.)"""
     try:
         return _run(args)
     except KeyboardInterrupt:

@@ -8,8 +8,9 @@ asks malloc to serve blocks up to 32 MiB from its heap and to keep up to 256 MiB
 there, so each step reuses the pages of the one before; the process's resident size stays near
 its peak instead of shrinking between steps.
 
-It changes the whole process, so the library never calls it by itself: the ``train`` command
-does, as an application may. Where the C library is not glibc (macOS, Windows) it does nothing.
+It changes the whole process, so the engine and the optimizers never call it: ``training.train``
+(the training loop that the ``train`` command runs) does, as it takes the process over for a run,
+and a loop of your own may. Where the C library is not glibc (macOS, Windows) it does nothing.
 """
 
 from __future__ import annotations
