@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import engine
-from .backend import array_module, device_of, to_device, to_numpy, xp_for
+from .backend import array_module, device_of, ones, to_device, to_numpy, xp_for
 from .errors import DeviceError, ShapeError
 from .guards import anomaly
 from .guards.axes import normalize_axes, normalize_axis
@@ -692,9 +692,7 @@ def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
         if root.data.size != 1:
             raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
                                "grad of the same shape; only a single element defaults to 1")
-        seed = xp.empty(root.data.shape, dtype=root.dtype)     # empty + fill: half of ones' cost
-        seed.fill(1)
-        return seed
+        return ones(xp, root.data.shape, root.dtype)
     grad = grad.data if isinstance(grad, Tensor) else grad
     if device_of(grad) != root.device and device_of(grad) != "cpu":
         raise DeviceError(f"{caller}: grad is on {device_of(grad)} but the tensor is on "

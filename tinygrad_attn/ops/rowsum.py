@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backend import ones
+
 __all__ = ["colsum", "rowsum"]
 
 
@@ -15,7 +17,7 @@ def rowsum(xp: Any, x: Any) -> Any:
     """Σⱼ x[..., j], shaped (..., 1): x · 1."""
     if x.dtype.kind != "f":
         return x.sum(axis=-1, keepdims=True)
-    return (x @ _ones(xp, x.shape[-1], x.dtype))[..., None]
+    return (x @ ones(xp, x.shape[-1], x.dtype))[..., None]
 
 
 def colsum(xp: Any, x: Any) -> Any:
@@ -23,12 +25,5 @@ def colsum(xp: Any, x: Any) -> Any:
     is quicker: 0.8 against 1.4 µs at 8 rows)."""
     if x.dtype.kind != "f" or x.shape[0] < 64:
         return x.sum(axis=0)
-    return _ones(xp, x.shape[0], x.dtype) @ x
+    return ones(xp, x.shape[0], x.dtype) @ x
 
-
-def _ones(xp: Any, n: int, dtype: Any) -> Any:
-    """A vector of n ones, made as empty + fill: 0.28 against 0.64 µs for NumPy's ones (a Python
-    function that calls copyto), paid once or twice by every layer's backward."""
-    vector = xp.empty(n, dtype=dtype)
-    vector.fill(1)
-    return vector
