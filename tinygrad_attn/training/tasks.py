@@ -314,8 +314,7 @@ class Add(Task):
         return self._prompt(int(a), int(b))
 
     def solve(self, prompt: list[int]) -> list[int]:
-        a = self.value(prompt[:ADD_DIGITS])
-        b = self.value(prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])
+        a, b = self._operands(prompt)
         return self._digits(a + b, ADD_DIGITS + 1) + [END]
 
     def parse(self, text: str) -> list[int]:
@@ -333,13 +332,18 @@ class Add(Task):
         """'a + b = s' in the usual order, s read from `answer`; "" if the answer is not digits then END."""
         if not answer or answer[-1] != END or not all(0 <= d <= 9 for d in answer[:-1]):
             return ""
-        return (f"{self.value(prompt[:ADD_DIGITS])} + {self.value(prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])}"
-                f" = {self.value(answer[:-1])}")
+        a, b = self._operands(prompt)
+        return f"{a} + {b} = {self.value(answer[:-1])}"
 
     @staticmethod
     def value(digits: Sequence[int]) -> int:
         """The number that digits written least significant first stand for: [1, 4, 2, 0] → 241."""
         return sum(d * 10**i for i, d in enumerate(digits))
+
+    @classmethod
+    def _operands(cls, prompt: list[int]) -> tuple[int, int]:
+        """The two numbers of a prompt: 2 4 0 + 9 9 1 = → (42, 199)."""
+        return cls.value(prompt[:ADD_DIGITS]), cls.value(prompt[ADD_DIGITS + 1:2 * ADD_DIGITS + 1])
 
     @classmethod
     def _prompt(cls, a: int, b: int) -> list[int]:
