@@ -5,8 +5,8 @@ suite builds them (float64, the same seeded generator). Elements whose true grad
 make a relative error meaningless, so the report gives the worst absolute error and the worst
 relative error among elements with |numeric| ≥ 1e-3.
 
-With --epsilon: the error of central differences against the exact gradient of ⟨v, softmax(x)⟩
-(5 logits, a random cotangent v) for ε = 1e-1 … 1e-12, in float64 and in float32. Large ε errs by
+With --epsilon: the error of central differences against the exact gradient of ⟨c, softmax(x)⟩
+(5 logits, a random cotangent c) for ε = 1e-1 … 1e-12, in float64 and in float32. Large ε errs by
 truncation (∝ ε²), small ε by round-off (∝ u / ε, u the unit round-off); --plot PATH draws it
 (docs/img/gradcheck_epsilon.png is made by --epsilon --plot docs/img/gradcheck_epsilon.png).
 Run: python examples/02_gradcheck_report.py [--epsilon [--plot PATH]]
@@ -52,13 +52,13 @@ def report() -> None:
 def epsilon_errors(dtype: type) -> list[float]:
     """Max |numeric − exact| over the 5 elements of x, for each ε, with f evaluated in `dtype`."""
     rng = np.random.default_rng(0)
-    x, v = rng.standard_normal(5), rng.standard_normal(5)
+    x, c = rng.standard_normal(5), rng.standard_normal(5)
     t = ta.Tensor(x, requires_grad=True, dtype=np.float64)
-    (F.softmax(t) * ta.Tensor(v, dtype=np.float64)).sum().backward()
+    (F.softmax(t) * ta.Tensor(c, dtype=np.float64)).sum().backward()
     exact = t.grad
 
     def f(point: np.ndarray) -> float:
-        return float((F.softmax(ta.Tensor(point.astype(dtype), dtype=dtype)).data * v.astype(dtype)).sum())
+        return float((F.softmax(ta.Tensor(point.astype(dtype), dtype=dtype)).data * c.astype(dtype)).sum())
 
     errors = []
     for eps in EPSILONS:
@@ -70,7 +70,7 @@ def epsilon_errors(dtype: type) -> list[float]:
 
 def epsilon_experiment(plot: str | None) -> None:
     errors = {"float64": epsilon_errors(np.float64), "float32": epsilon_errors(np.float32)}
-    print("max |numeric − exact| of d⟨v, softmax(x)⟩/dx, 5 logits, central differences")
+    print("max |numeric − exact| of d⟨c, softmax(x)⟩/dx, 5 logits, central differences")
     print(f"{'ε':>8} {'float64':>10} {'float32':>10}")
     for i, eps in enumerate(EPSILONS):
         print(f"{eps:8.0e} {errors['float64'][i]:10.1e} {errors['float32'][i]:10.1e}")

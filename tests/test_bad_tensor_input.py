@@ -123,7 +123,7 @@ def test_gradcheck_of_a_scalar_output_reports_its_gradient():
 
 def test_gradcheck_of_a_vector_output_says_the_values_are_of_the_projection():
     x = ta.Tensor([3.0, 1.0], requires_grad=True)
-    with pytest.raises(ta.GradcheckError, match=r"gradients of ⟨v, f\(x\)⟩ for a random cotangent v"):
+    with pytest.raises(ta.GradcheckError, match=r"gradients of ⟨c, f\(x\)⟩ for a random cotangent c"):
         ta.gradcheck(lambda t: apply(_ThreeQuarterMul, t, t), [x])
 
 

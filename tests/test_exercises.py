@@ -238,17 +238,35 @@ def test_a_backward_that_overwrites_instead_of_adding_is_caught(tmp_path, capsys
     assert "leaf a.grad is" in out
 
 
-def test_a_one_sided_difference_is_caught(tmp_path, capsys):
-    path = planted(tmp_path, "05_numeric_gradient.py", "flat[i] = original - eps\n        minus = f(x)",
-                   "flat[i] = original\n        minus = f(x)")
+def test_a_one_sided_difference_is_caught_by_the_first_case_which_says_so(tmp_path, capsys):
+    path = planted(tmp_path, "05_numeric_gradient.py", "x[i] = original - eps\n        minus = f(x)",
+                   "x[i] = original\n        minus = f(x)")
     path.write_text(path.read_text().replace("(plus - minus) / (2 * eps)", "(plus - minus) / eps"))
     code, out = check(path, capsys)
-    assert code == 1 and "case 2 of 4 (f(x) = Σ c ⊙ x² for x of shape (2, 3, 4)" in out
-    assert re.search(r"element \[0, 0, 0\]: yours is -?[\d.]+, the true value is -?[\d.]+", out)
+    assert code == 1 and out.startswith("05_numeric_gradient.py: case 1 of 5 (f(x) = Σ x³ with ε = 1e-2")
+    assert re.search(r"element \[0\]: yours is -?[\d.]+, the true value is -?[\d.]+", out)
+    assert "off by ±3xε at every element: that is a one-sided difference" in out
+
+
+def test_nudging_a_copy_of_a_non_contiguous_x_is_caught(tmp_path, capsys):
+    """x.reshape(-1) is a view only for a C-contiguous x: for a transpose it is a copy, f never
+    sees the nudge, and every element comes out 0."""
+    loop = ("    for i in np.ndindex(x.shape):       # a multi-index writes x itself, whatever its layout\n"
+            "        original = x[i]\n        x[i] = original + eps\n        plus = f(x)\n"
+            "        x[i] = original - eps\n        minus = f(x)\n        x[i] = original\n"
+            "        grad[i] = (plus - minus) / (2 * eps)\n")
+    flat = ("    flat, out = x.reshape(-1), grad.reshape(-1)\n    for i in range(flat.size):\n"
+            "        original = flat[i]\n        flat[i] = original + eps\n        plus = f(x)\n"
+            "        flat[i] = original - eps\n        minus = f(x)\n        flat[i] = original\n"
+            "        out[i] = (plus - minus) / (2 * eps)\n")
+    code, out = check(planted(tmp_path, "05_numeric_gradient.py", loop, flat), capsys)
+    assert code == 1 and out.startswith("05_numeric_gradient.py: case 4 of 5 (f(x) = Σ c ⊙ x² for x = a.T")
+    assert re.search(r"element \[0, 0\]: yours is 0, the true value is -?[\d.]+", out)
+    assert "x.reshape(-1) or x.ravel() is a copy and writing it leaves x unchanged" in out
 
 
 def test_a_numeric_gradient_that_leaves_x_changed_is_caught(tmp_path, capsys):
-    path = planted(tmp_path, "05_numeric_gradient.py", "        flat[i] = original\n        out[i]",
-                   "        out[i]")
+    path = planted(tmp_path, "05_numeric_gradient.py", "        x[i] = original\n        grad[i]",
+                   "        grad[i]")
     code, out = check(path, capsys)
     assert code == 1 and "numeric_gradient changed x: put each element back" in out

@@ -47,7 +47,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
             name = getattr(inputs[position], "name", None)
             label = f"input {position}" + (f" ({name})" if name else "")
             of = "the gradient of the output" if is_scalar else \
-                "gradients of ⟨v, f(x)⟩ for a random cotangent v (not of f itself)"
+                "gradients of ⟨c, f(x)⟩ for a random cotangent c (not of f itself)"
             raise GradcheckError(
                 f"gradcheck: {label} of shape {analytic.shape}: worst element {tuple(map(int, worst))}"
                 f" has analytic {_number(analytic[worst])}, numeric {_number(numeric[worst])} "
@@ -101,15 +101,14 @@ def _gradient_pairs(fn: Callable[..., Any], inputs: Sequence[Any],
         x = inputs[i]
         analytic = to_numpy(x.grad) if x.grad is not None else np.zeros(x.shape)
         numeric = np.zeros(x.shape)
-        flat = x.data.reshape(-1)  # a view: writing it perturbs x in place
-        for j in range(flat.size):
-            original = flat[j].item()
-            flat[j] = original + eps
+        for index in np.ndindex(x.shape):       # by multi-index: right for any memory layout
+            original = x.data[index].item()
+            x.data[index] = original + eps
             plus = objective()
-            flat[j] = original - eps
+            x.data[index] = original - eps
             minus = objective()
-            flat[j] = original
-            numeric.reshape(-1)[j] = (plus - minus) / (2 * eps)
+            x.data[index] = original
+            numeric[index] = (plus - minus) / (2 * eps)
         pairs.append((i, analytic, numeric))
     return pairs, len(outputs) == 1 and outputs[0].data.size == 1
 
@@ -151,8 +150,11 @@ def _finite(array: Any) -> Any:
 
 
 def _as_float64(x: Any) -> Any:
+    """A float tensor as a fresh C-ordered float64 copy gradcheck may nudge: never the caller's
+    array, never a read-only or broadcast view."""
     if isinstance(x, Tensor) and x.dtype.kind == "f":
-        return Tensor(x.data, requires_grad=x.requires_grad, dtype=np.float64, device=x.device)
+        data = xp_for(x.device).asarray(x.data, dtype=np.float64, order="C")
+        return Tensor(data, requires_grad=x.requires_grad, device=x.device)
     return x
 
 

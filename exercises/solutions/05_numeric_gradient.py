@@ -3,7 +3,8 @@
 Write `numeric_gradient(f, x, eps)`: for every element i of x (any shape), nudge it by ±ε and
 take the central difference (f(x + ε eᵢ) − f(x − ε eᵢ)) / 2ε. `f` takes an array of x's shape
 and returns a float. Change x in place and put each element back afterwards (x must end as it
-began), or work on a copy. docs/gradient_checking.md says why central, and how to choose ε.
+began), or work on a copy. x may be a transposed view: x.reshape(-1) is then a copy, and writing
+it leaves x unchanged. docs/gradient_checking.md says why central, and how to choose ε.
 
 Check: python -m tinygrad_attn check exercises/05_numeric_gradient.py
 """
@@ -14,13 +15,12 @@ import numpy as np
 def numeric_gradient(f, x, eps=1e-6):
     """df/dx by central differences: an array of x's shape."""
     grad = np.zeros(x.shape)
-    flat, out = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] nudges x
-    for i in range(flat.size):
-        original = flat[i]
-        flat[i] = original + eps
+    for i in np.ndindex(x.shape):       # a multi-index writes x itself, whatever its layout
+        original = x[i]
+        x[i] = original + eps
         plus = f(x)
-        flat[i] = original - eps
+        x[i] = original - eps
         minus = f(x)
-        flat[i] = original
-        out[i] = (plus - minus) / (2 * eps)
+        x[i] = original
+        grad[i] = (plus - minus) / (2 * eps)
     return grad

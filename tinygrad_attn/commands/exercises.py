@@ -214,10 +214,12 @@ def _check_order(order: Any, root: Any) -> str | None:
 # ---- numeric_gradient ---------------------------------------------------------------------------
 
 def numeric_gradient_cases(numeric_gradient: Callable) -> Iterator[CheckCase]:
-    """Functions whose gradient is known exactly."""
+    """Functions whose gradient is known exactly; the case that tells a one-sided difference
+    apart comes first, and one input is a non-contiguous view (a transpose)."""
     rng = np.random.default_rng(0)
 
-    def compare(f: Callable, x: np.ndarray, want: np.ndarray, eps: float, rtol: float) -> str | None:
+    def compare(f: Callable, x: np.ndarray, want: np.ndarray, eps: float, rtol: float,
+                hint: Callable[[np.ndarray], str] = lambda got: "") -> str | None:
         before = x.copy()
         got = np.asarray(numeric_gradient(f, x, eps), dtype=float)
         if not np.array_equal(x, before):
@@ -227,24 +229,45 @@ def numeric_gradient_cases(numeric_gradient: Callable) -> Iterator[CheckCase]:
         wrong = ~np.isclose(got, want, rtol=rtol, atol=1e-9)
         if wrong.any():
             index = tuple(int(i) for i in np.argwhere(wrong)[0])
-            return f"element {list(index)}: yours is {got[index]:.10g}, the true value is {want[index]:.10g}"
+            return (f"element {list(index)}: yours is {got[index]:.10g}, the true value is "
+                    f"{want[index]:.10g}{hint(got)}")
         return None
 
-    x1 = rng.standard_normal(3)
-    yield "f(x) = Σ sin(xᵢ) for x of shape (3,): df/dxᵢ = cos(xᵢ)", \
-        lambda: compare(lambda x: float(np.sin(x).sum()), x1.copy(), np.cos(x1), 1e-6, 1e-6)
-    x2, c2 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
-    yield "f(x) = Σ c ⊙ x² for x of shape (2, 3, 4): every element of any shape", \
-        lambda: compare(lambda x: float((c2 * x * x).sum()), x2.copy(), 2 * c2 * x2, 1e-6, 1e-6)
-    x3 = rng.standard_normal(4)
+    x1 = rng.standard_normal(4)
+
+    def one_sided(got: np.ndarray) -> str:
+        forward, backward = 3 * x1 ** 2 + 3 * x1 * 1e-2 + 1e-4, 3 * x1 ** 2 - 3 * x1 * 1e-2 + 1e-4
+        if np.allclose(got, forward, rtol=1e-6) or np.allclose(got, backward, rtol=1e-6):
+            return ("\n  Yours is off by ±3xε at every element: that is a one-sided difference "
+                    "(f(x ± ε eᵢ) − f(x)) / ε. Central differences (f(x + ε eᵢ) − f(x − ε eᵢ)) / 2ε "
+                    "cancel that term (docs/gradient_checking.md).")
+        return ""
     yield "f(x) = Σ x³ with ε = 1e-2: central differences give 3x² + ε², one-sided ones are off by 3xε", \
-        lambda: compare(lambda x: float((x ** 3).sum()), x3.copy(), 3 * x3 ** 2 + 1e-4, 1e-2, 1e-9)
-    x4, c4 = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+        lambda: compare(lambda x: float((x ** 3).sum()), x1.copy(), 3 * x1 ** 2 + 1e-4, 1e-2, 1e-9, one_sided)
+    x2 = rng.standard_normal(3)
+    yield "f(x) = Σ sin(xᵢ) for x of shape (3,): df/dxᵢ = cos(xᵢ)", \
+        lambda: compare(lambda x: float(np.sin(x).sum()), x2.copy(), np.cos(x2), 1e-6, 1e-6)
+    x3, c3 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    yield "f(x) = Σ c ⊙ x² for x of shape (2, 3, 4): every element of any shape", \
+        lambda: compare(lambda x: float((c3 * x * x).sum()), x3.copy(), 2 * c3 * x3, 1e-6, 1e-6)
+    a4, c4 = rng.standard_normal((3, 4)), rng.standard_normal((4, 3))
+
+    def copy_nudged(got: np.ndarray) -> str:
+        if np.all(got == 0):
+            return ("\n  Every element is 0: f never saw your nudges. x here is a transpose (a view "
+                    "that is not C-contiguous), so x.reshape(-1) or x.ravel() is a copy and writing it "
+                    "leaves x unchanged. Write x itself by multi-index: for i in np.ndindex(x.shape): "
+                    "x[i] = ….")
+        return ""
+    yield "f(x) = Σ c ⊙ x² for x = a.T of shape (4, 3): a transposed view, not C-contiguous", \
+        lambda: compare(lambda x: float((c4 * x * x).sum()), a4.copy().T, 2 * c4 * a4.T, 1e-6, 1e-6,
+                        copy_nudged)
+    x5, c5 = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
 
     def softmax_case() -> str | None:
-        t = Tensor(x4.copy(), requires_grad=True)
-        (F.softmax(t, -1) * Tensor(c4)).sum().backward()
-        return compare(lambda x: float((F.softmax(Tensor(x), -1).data * c4).sum()), x4.copy(),
+        t = Tensor(x5.copy(), requires_grad=True)
+        (F.softmax(t, -1) * Tensor(c5)).sum().backward()
+        return compare(lambda x: float((F.softmax(Tensor(x), -1).data * c5).sum()), x5.copy(),
                        t.grad, 1e-6, 1e-5)
     yield "softmax rows of shape (2, 3), weighted by a random c (checked against backward())", softmax_case
 
@@ -332,7 +355,7 @@ def exercise_cases(name: str, module: ModuleType) -> Iterator[CheckCase]:
 
 def case_count(name: str) -> int:
     """How many cases exercise `name` has (the parent's count of passes to wait for)."""
-    return {"scalar_engine": 7, "numeric_gradient": 4, "online_softmax": len(_online_inputs())}.get(
+    return {"scalar_engine": 7, "numeric_gradient": 5, "online_softmax": len(_online_inputs())}.get(
         name, len(EXERCISES[name].cases))
 
 
