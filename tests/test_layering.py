@@ -25,6 +25,7 @@ ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
 LAYERS = (
     ("errors", "files"),        # the exceptions; a file written whole or not at all
+    ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks, labels
     ("ops",),                   # the op contract and every op (raw arrays only)

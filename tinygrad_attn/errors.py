@@ -2,7 +2,7 @@
 
 
 __all__ = ["AnomalyError", "CheckpointError", "DeviceError", "GradcheckError", "IndexOutOfRange",
-           "SaveError", "ShapeError"]
+           "SaveError", "ShapeError", "TokenizerError"]
 
 
 class ShapeError(ValueError):
@@ -36,3 +36,8 @@ class SaveError(OSError):
     earlier file at that path is unchanged."""
 
     reason = ""
+
+
+class TokenizerError(ValueError):
+    """Text or ids a tokenizer cannot take (a character its vocabulary lacks, an id past its end),
+    a vocabulary that cannot be built, or a file that is not a tokenizer; the message names it."""
