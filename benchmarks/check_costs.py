@@ -22,7 +22,6 @@ and stay in every variant.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import time
@@ -31,12 +30,11 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
+from tinygrad_attn import apply as apply_module
 from tinygrad_attn import engine
 
 from .sides import ours
 from .specs import rows
-
-tensor_module = importlib.import_module("tinygrad_attn.tensor")    # ta.tensor is the function
 
 
 @contextmanager
@@ -60,8 +58,8 @@ class _NoFingerprints:
 VARIANTS: dict[str, list[tuple[object, str, object]]] = {     # (module, name, stand-in) to replace
     "every check (the engine as shipped)": [],
     "without in-place fingerprints": [(engine, "inplace", _NoFingerprints)],
-    "without silencing float warnings": [(tensor_module, "silence_float_errors", lambda: None),
-                                         (tensor_module, "restore_float_errors", lambda token: None)],
+    "without silencing float warnings": [(apply_module, "silence_float_errors", lambda: None),
+                                         (apply_module, "restore_float_errors", lambda token: None)],
     "without module scopes on nodes": [(engine, "current_scope", lambda: None)],
 }
 

@@ -18,9 +18,9 @@ import numpy as np
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
+from tinygrad_attn.apply import apply
 from tinygrad_attn.gradcheck import case_inputs, gradient_pairs
 from tinygrad_attn.ops import REGISTRY
-from tinygrad_attn.tensor import apply
 
 EPSILONS = [10.0 ** -k for k in range(1, 13)]
 

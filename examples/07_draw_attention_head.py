@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 import tinygrad_attn as ta
-from tinygrad_attn.viz.examples import head
+from tinygrad_attn.viz.example_graphs import head
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--out-dir", default=".", help="folder for the two drawings")

@@ -10,8 +10,8 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import nn
+from tinygrad_attn.apply import apply
 from tinygrad_attn.ops.base import Op
-from tinygrad_attn.tensor import apply
 
 
 def this_line() -> int:

@@ -10,7 +10,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 RNG = np.random.default_rng(7)
@@ -59,8 +59,8 @@ def test_the_fused_steps_insides_equal_the_unfused_graphs_matrices():
     step equal the values and gradients of the tensors the unfused graph builds."""
     ta.set_default_dtype(np.float64)
     try:
-        fused = DEMOS["block"](fused=True)
-        unfused = DEMOS["block"](fused=False)
+        fused = EXAMPLES["block"](fused=True)
+        unfused = EXAMPLES["block"](fused=False)
     finally:
         ta.set_default_dtype(np.float32)
     fused_steps = list(ta.backprop_steps(fused.loss))
@@ -111,8 +111,8 @@ def test_backward_records_no_insides_unless_stepping():
 
 
 def test_head_example_step_counts_fused_and_unfused():
-    fused = list(ta.backprop_steps(DEMOS["head"]().loss))
-    unfused = list(ta.backprop_steps(DEMOS["head"](fused=False).loss))
+    fused = list(ta.backprop_steps(EXAMPLES["head"]().loss))
+    unfused = list(ta.backprop_steps(EXAMPLES["head"](fused=False).loss))
     assert (len(fused), len(unfused)) == (7, 11)
     assert sum(s.op in ("reshape", "transpose") for s in fused) == 0
     assert [(s.op, s.name) for s in unfused if s.name in ("O", "P", "S", "Q Kᵀ", "Kᵀ")] == [
@@ -122,14 +122,14 @@ def test_head_example_step_counts_fused_and_unfused():
 
 
 def test_the_attention_step_of_the_head_example_reads_exactly_as_the_golden_file():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     step = next(s for s in ta.backprop_steps(example.loss, tokens=example.tokens)
                 if s.op == "scaled_dot_product_attention")
     assert str(step) + "\n" == (GOLDEN / "head_attention_step.txt").read_text()
 
 
 def test_zero_notes_appear_where_expected_and_nowhere_else():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     steps = list(ta.backprop_steps(example.loss, tokens=example.tokens))
     noted = {s.index: s.notes for s in steps if s.notes}
     by_op = {s.index: (s.op, s.name) for s in steps}
@@ -150,7 +150,7 @@ def test_zero_notes_appear_where_expected_and_nowhere_else():
 
 
 def test_arrays_print_whole_with_token_labels_and_large_ones_as_a_summary():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     text = "\n".join(map(str, ta.backprop_steps(example.loss, tokens=example.tokens)))
     assert re.search(r"^ +the +1\.0000 +0 +0$", text, re.M)      # P's first row, labelled
     assert "inside: dS = P ⊙ (dP − D)   [gradient dL/dS]" in text
@@ -185,7 +185,7 @@ def parse_step(text: str) -> tuple[dict[str, np.ndarray], float]:
 def test_every_number_of_the_attention_step_can_be_recomputed_from_its_printed_text():
     """The issue's learner check: from the printed step alone (parsed), S, P, D and every gradient
     follow from the printed Q, K, V, O, dO, mask and scale, within the 4 printed decimals."""
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     step = next(s for s in ta.backprop_steps(example.loss, tokens=example.tokens)
                 if s.op == "scaled_dot_product_attention")
     m, scale = parse_step(str(step))

@@ -6,8 +6,8 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.ops.elementwise import Mul
-from tinygrad_attn.tensor import apply
+from tinygrad_attn.apply import apply
+from tinygrad_attn.ops.arithmetic import Mul
 
 
 @pytest.mark.parametrize("data, dtype_name", [

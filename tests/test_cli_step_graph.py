@@ -13,7 +13,7 @@ from pathlib import Path
 import tinygrad_attn as ta
 from tinygrad_attn.commands import cli
 from tinygrad_attn.commands.keys import BACK, HELP, NEXT, QUIT, meaning, read_escape
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 PROMPT = "[q] quit >"
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_graph_out_where_it_cannot_write_is_a_one_line_error(tmp_path, capsys):
 def test_step_all_lists_every_op_in_order(capsys):
     assert cli.main(["step", "--example", "mlp", "--all"]) == 0
     out = capsys.readouterr().out
-    loss = DEMOS["mlp"]().loss
+    loss = EXAMPLES["mlp"]().loss
     ops = [s.op for s in ta.backprop_steps(loss)]
     assert re.findall(r"^step \d+: (\w+)", out, re.M) == ops
     assert f"{len(ops)} steps" in out and "formula  dx = dy Wᵀ" in out

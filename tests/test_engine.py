@@ -7,8 +7,8 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine
+from tinygrad_attn.apply import apply
 from tinygrad_attn.ops.base import Op
-from tinygrad_attn.tensor import apply
 
 
 def test_tensor_used_twice_accumulates():

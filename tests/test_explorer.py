@@ -14,7 +14,7 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn.backend import to_numpy
 from tinygrad_attn.commands import cli
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.explorer import array_json, explore
 
 
@@ -34,9 +34,9 @@ def exact(array) -> np.ndarray:
 
 @pytest.mark.parametrize("name, fused", [("head", True), ("head", False), ("mlp", True), ("model", True)])
 def test_the_page_holds_exactly_the_numbers_of_backprop_steps(name, fused):
-    example = DEMOS[name](fused=fused)
+    example = EXAMPLES[name](fused=fused)
     page = explore(example.loss, tokens=example.tokens).html
-    again = DEMOS[name](fused=fused)
+    again = EXAMPLES[name](fused=fused)
     steps = list(ta.backprop_steps(again.loss, tokens=again.tokens))
     shown = page_data(page)["steps"]
     assert len(shown) == len(steps)
@@ -71,7 +71,7 @@ def svg_labels(page: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("name", ["head", "model"])
 def test_each_step_points_at_its_op_or_the_folded_module_around_it_in_every_view(name):
-    example = DEMOS[name]()
+    example = EXAMPLES[name]()
     page = explore(example.loss, tokens=example.tokens).html
     data = page_data(page)
     labels = svg_labels(page)
@@ -88,7 +88,7 @@ def test_each_step_points_at_its_op_or_the_folded_module_around_it_in_every_view
 
 
 def test_the_model_starts_folded_and_has_a_view_per_module_that_holds_modules():
-    example = DEMOS["model"]()
+    example = EXAMPLES["model"]()
     views = page_data(explore(example.loss, tokens=example.tokens).html)["views"]
     blocks = ["blocks.0", "blocks.0.attn", "blocks.0.mlp", "blocks.1", "blocks.1.attn", "blocks.1.mlp"]
     assert [v["key"] for v in views] == ["", *blocks]
@@ -101,12 +101,12 @@ def test_the_model_starts_folded_and_has_a_view_per_module_that_holds_modules():
     assert views[0]["nodes"][attention] == "m_blocks.1"
     assert by_key["blocks.1"]["nodes"][attention] == "m_blocks.1.attn"
     assert by_key["blocks.1.attn"]["nodes"][attention].startswith("op")
-    head = page_data(explore(DEMOS["head"]().loss).html)["views"]
+    head = page_data(explore(EXAMPLES["head"]().loss).html)["views"]
     assert [(v["key"], v["folds"]) for v in head] == [("", {})]        # nothing to fold: one view
 
 
 def test_attention_matrices_carry_token_labels_and_masked_scores():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     attention = next(s for s in page_data(explore(example.loss, tokens=example.tokens).html)["steps"]
                      if s["insides"])
     scores = next(i["array"] for i in attention["insides"] if i["symbol"] == "S")
@@ -122,7 +122,7 @@ def test_array_json_spells_non_finite_numbers_as_strings():
 
 
 def test_the_page_is_self_contained_with_the_package_viewer_inlined():
-    example = DEMOS["mlp"]()
+    example = EXAMPLES["mlp"]()
     page = explore(example.loss).html
     assert not re.search(r"https?://", page)
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
@@ -134,16 +134,16 @@ def test_the_page_is_self_contained_with_the_package_viewer_inlined():
 
 
 def test_explore_fills_the_leaf_grads_like_backward():
-    example = DEMOS["mlp"]()
+    example = EXAMPLES["mlp"]()
     explore(example.loss)
-    again = DEMOS["mlp"]()
+    again = EXAMPLES["mlp"]()
     again.loss.backward()
     for (name, p), (_, q) in zip(example.model.named_parameters(), again.model.named_parameters()):
         np.testing.assert_array_equal(p.grad, q.grad, err_msg=name)
 
 
 def test_jupyter_shows_the_page_in_an_iframe():
-    example = DEMOS["mlp"]()
+    example = EXAMPLES["mlp"]()
     shown = ta.viz.explore(example.loss)
     frame = shown._repr_html_()
     assert frame.startswith('<iframe srcdoc="') and html.unescape(frame.split('"')[1]) == shown.html

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tinygrad_attn.backend import to_numpy
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.explorer import explore
 from tinygrad_attn.viz.stepper import backprop_steps
 
@@ -42,9 +42,9 @@ def browser():
 
 def build(name, tmp_path, fused=True):
     """The example's page, written to tmp_path, and the steps Python produced for it."""
-    example = DEMOS[name](fused=fused)
+    example = EXAMPLES[name](fused=fused)
     path = explore(example.loss, tmp_path / f"{name}.html", tokens=example.tokens).path
-    again = DEMOS[name](fused=fused)
+    again = EXAMPLES[name](fused=fused)
     return path, list(backprop_steps(again.loss, tokens=again.tokens))
 
 

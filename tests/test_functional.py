@@ -9,8 +9,8 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn import creation
 from tinygrad_attn import functional as F
-from tinygrad_attn.ops.dropout import Dropout
-from tinygrad_attn.tensor import apply
+from tinygrad_attn.apply import apply
+from tinygrad_attn.ops.selection import Dropout
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -24,12 +24,14 @@ ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
 LAYERS = (
-    ("errors", "files"),        # the exceptions; a file written whole or not at all
+    ("errors", "files", "labels", "thread_switch"),   # exceptions, atomic files, names, switches
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
-    ("guards",),                # in-place detection, anomaly mode, axis/shape checks, labels
+    ("guards",),                # in-place detection, anomaly mode, axis/shape checks
     ("ops",),                   # the op contract and every op (raw arrays only)
     ("scopes", "engine"),       # nodes, toposort, the backward pass
+    ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point
+    ("tensor_methods",),        # the Tensor methods that forward to ops
     ("tensor",),
     ("creation", "functional"),
     ("gradcheck", "nn", "optim"),
@@ -204,9 +206,10 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():
-    assert runtime_imports(PACKAGE, "tensor") >= {"guards.anomaly", "engine", "ops.base", "ops.shape"}
-    assert runtime_imports(PACKAGE, "viz.stepper") >= {"engine", "guards.labels", "tensor"}
-    assert "tensor" not in runtime_imports(PACKAGE, "guards.labels")   # only under TYPE_CHECKING there
+    assert runtime_imports(PACKAGE, "tensor") >= {"apply", "engine", "ops.shape", "tensor_methods"}
+    assert runtime_imports(PACKAGE, "apply") >= {"guards.anomaly", "engine", "ops.base"}
+    assert runtime_imports(PACKAGE, "viz.stepper") >= {"engine", "labels", "tensor"}
+    assert "tensor" not in runtime_imports(PACKAGE, "labels")   # only under TYPE_CHECKING there
     assert GRAPH[ROOT] >= {"functional", "nn", "viz", "tensor"}
     assert GRAPH["ops"] >= {"ops.softmax", "ops.flash", "ops.registry"}      # pkgutil.iter_modules
 
@@ -223,7 +226,7 @@ def private_reads(path: Path) -> list[str]:
     return found
 
 
-GRAPH_READERS = ["viz/collected", "viz/stepper", "viz/notes", "guards/anomaly", "guards/labels", "engine",
+GRAPH_READERS = ["viz/collected", "viz/stepper", "viz/notes", "guards/anomaly", "labels", "engine",
                  "guards/inplace"]
 
 

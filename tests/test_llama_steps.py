@@ -8,11 +8,11 @@ import numpy as np
 
 import tinygrad_attn as ta
 from tinygrad_attn.commands.cli import main
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 
 def llama_steps(fused=True):
-    example = DEMOS["llama"](fused=fused)
+    example = EXAMPLES["llama"](fused=fused)
     return example, list(ta.backprop_steps(example.loss, tokens=example.tokens))
 
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
+from tinygrad_attn.apply import apply
 from tinygrad_attn.gradcheck import case_inputs
 from tinygrad_attn.ops import REGISTRY
+from tinygrad_attn.ops.arithmetic import Mul
 from tinygrad_attn.ops.base import Case, Op
-from tinygrad_attn.ops.elementwise import Mul
-from tinygrad_attn.tensor import apply
 
 ALL_CASES = [(name, i) for name, op in sorted(REGISTRY.items()) for i in range(len(op.cases))]
 

@@ -6,7 +6,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import engine
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 
 def grads_after(build, drain):
@@ -18,13 +18,13 @@ def grads_after(build, drain):
 
 @pytest.mark.parametrize("example", ["mlp", "head", "model"])
 def test_steps_equal_backward_in_grads_order_and_count(example):
-    by_backward = grads_after(DEMOS[example], lambda loss: loss.backward())
+    by_backward = grads_after(EXAMPLES[example], lambda loss: loss.backward())
     steps = []
-    by_steps = grads_after(DEMOS[example], lambda loss: steps.extend(ta.backprop_steps(loss)))
+    by_steps = grads_after(EXAMPLES[example], lambda loss: steps.extend(ta.backprop_steps(loss)))
     assert [n for n, _ in by_steps] == [n for n, _ in by_backward]
     for (_, g1), (_, g2) in zip(by_backward, by_steps):
         np.testing.assert_array_equal(g1, g2)
-    loss = DEMOS[example]().loss
+    loss = EXAMPLES[example]().loss
     events = list(engine.backward_steps(loss, np.array(1.0, np.float32)))
     assert [s.op for s in steps] == [e.tensor.op for e in events]
     assert [s.output_shape for s in steps] == [e.tensor.shape for e in events]
@@ -33,7 +33,7 @@ def test_steps_equal_backward_in_grads_order_and_count(example):
 
 
 def test_leaf_grads_appear_only_once_their_consumers_have_run():
-    example = DEMOS["mlp"]()
+    example = EXAMPLES["mlp"]()
     loss, model = example.loss, example.model
     steps = ta.backprop_steps(loss)
     first = next(steps)
@@ -44,7 +44,7 @@ def test_leaf_grads_appear_only_once_their_consumers_have_run():
 
 def test_step_values_match_the_math_by_hand():
     """The MLP's steps, checked against NumPy: softmax - one-hot, the relu mask, dW = xᵀ dy."""
-    example = DEMOS["mlp"]()
+    example = EXAMPLES["mlp"]()
     loss, model = example.loss, example.model
     x = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]])
     target = np.array([0, 1, 1, 0])
@@ -68,7 +68,7 @@ def test_step_values_match_the_math_by_hand():
 
 
 def test_step_record_and_text():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     loss, model = example.loss, example.model
     steps = list(ta.backprop_steps(loss, tokens=example.tokens))
     linear = next(s for s in steps if s.op == "linear" and "head.weight" in s.input_names)

@@ -11,10 +11,10 @@ from matplotlib.image import imread
 
 import tinygrad_attn as ta
 from tinygrad_attn import nn, viz
-from tinygrad_attn.guards.labels import tensor_label
+from tinygrad_attn.labels import tensor_label
 from tinygrad_attn.viz import image
 from tinygrad_attn.viz.collected import ancestors
-from tinygrad_attn.viz.examples import DEMOS
+from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 
 def small_graph():
@@ -45,7 +45,7 @@ def test_ancestors_are_every_enclosing_path_down_to_the_root():
 
 
 def test_the_collected_graph_is_what_the_dot_source_draws():
-    example = DEMOS["head"](fused=False)
+    example = EXAMPLES["head"](fused=False)
     example.loss.backward()
     graph = viz.collect(example.loss)
     source = viz.emit(graph, legend=False).source
@@ -61,9 +61,9 @@ def test_the_collected_graph_is_what_the_dot_source_draws():
 
 
 def test_a_fold_draws_every_step_inside_it():
-    example = DEMOS["model"]()
+    example = EXAMPLES["model"]()
     graph = viz.collect(example.loss, collapse=["blocks.1"])
-    inside = [s.index for s in ta.backprop_steps(DEMOS["model"]().loss)
+    inside = [s.index for s in ta.backprop_steps(EXAMPLES["model"]().loss)
               if (s.module or "").startswith("blocks.1")]
     fold = next(node for node in graph.nodes if node.id == "m_blocks.1")
     assert (fold.kind, fold.cluster, sorted(fold.steps)) == ("fold", "", inside) and len(inside) == 20
@@ -86,7 +86,7 @@ def test_large_tensors_show_labelled_norms():
 
 
 def test_op_nodes_carry_the_step_numbers_of_the_stepper():
-    example = DEMOS["head"](fused=False)
+    example = EXAMPLES["head"](fused=False)
     example.loss.backward()
     source = viz.draw_graph(example.loss, legend=False).source
     drawn = {int(step): (op_id, op) for op_id, step, op in
@@ -104,7 +104,7 @@ def test_op_nodes_carry_the_step_numbers_of_the_stepper():
 
 
 def test_token_rows_label_the_values_of_position_tensors():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     example.loss.backward()
     source = viz.draw_graph(example.loss, tokens=example.tokens).source
     x = next(t for t in ta.engine.toposort(example.loss) if t.name == "X")
@@ -116,7 +116,7 @@ def test_token_rows_label_the_values_of_position_tensors():
 
 
 def test_long_formulas_are_wrapped_not_cut():
-    example = DEMOS["head"]()
+    example = EXAMPLES["head"]()
     example.loss.backward()
     source = viz.draw_graph(example.loss).source
     label = re.search(r'label="step \d+ · scaled_dot_product_attention\\n([^"]*)"', source).group(1)
@@ -149,7 +149,7 @@ def cluster_body(source: str, path: str) -> str:
 
 
 def test_modules_are_nested_clusters_and_parameters_stand_out():
-    example = DEMOS["model"]()
+    example = EXAMPLES["model"]()
     loss, model = example.loss, example.model
     loss.backward()
     source = viz.draw_graph(loss).source
@@ -160,11 +160,11 @@ def test_modules_are_nested_clusters_and_parameters_stand_out():
     assert 'subgraph "cluster_blocks.0.attn"' in block and "blocks.1" not in block
     blue = re.findall(r'label="\{([\w.]+)\|[^"]*"[^\n]*fillcolor=lightblue', source)
     assert set(blue) == {name for name, _ in model.named_parameters()}
-    assert len(viz.collect(loss).ops) == len(list(ta.backprop_steps(DEMOS["model"]().loss)))
+    assert len(viz.collect(loss).ops) == len(list(ta.backprop_steps(EXAMPLES["model"]().loss)))
 
 
 def test_collapse_folds_modules_by_class_or_path_each_drawn_once():
-    loss = DEMOS["model"]().loss
+    loss = EXAMPLES["model"]().loss
     loss.backward()
     folded = viz.draw_graph(loss, collapse=nn.MultiHeadAttention).source
     assert "scaled_dot_product_attention" not in folded
@@ -180,7 +180,7 @@ def test_collapse_folds_modules_by_class_or_path_each_drawn_once():
 
 
 def test_expand_draws_one_module_in_full_and_folds_the_others():
-    loss = DEMOS["model"]().loss
+    loss = EXAMPLES["model"]().loss
     source = viz.draw_graph(loss, expand="blocks.0.attn").source
     attn = cluster_body(source, "blocks.0.attn")
     assert "scaled_dot_product_attention" in attn and 'subgraph "cluster_blocks.0.attn.q_proj"' in attn
@@ -211,7 +211,7 @@ def test_png_draws_math_glyphs(tmp_path):
 
 
 def test_render_writes_a_real_svg_and_png(tmp_path):
-    loss = DEMOS["mha"]().loss
+    loss = EXAMPLES["mha"]().loss
     loss.backward()
     svg = viz.render(loss, tmp_path / "g.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "</svg>" in svg
@@ -242,7 +242,7 @@ def test_without_system_dot_graphviz_pure_is_used(monkeypatch):
 
 
 def test_collapse_rejects_what_is_not_a_module_of_the_graph():
-    loss = DEMOS["model"]().loss
+    loss = EXAMPLES["model"]().loss
     with pytest.raises(ValueError, match=r"got \['blocks'\], the graph has modules \['', 'blocks.0'"):
         viz.draw_graph(loss, collapse="blocks")        # a list of blocks, not a module
     with pytest.raises(ValueError, match=r"got \[3\]"):
@@ -253,5 +253,5 @@ def test_the_unfused_s_says_it_holds_the_scores_before_the_mask():
     """The fused step's S shows −inf at masked cells; the unfused S node holds the raw scores
     (softmax applies the mask inside), and says so."""
     note = "scores before the mask: softmax applies it (no −inf here)"
-    assert note in ta.viz.draw_graph(DEMOS["head"](fused=False).loss).source
-    assert note not in ta.viz.draw_graph(DEMOS["head"]().loss).source
+    assert note in ta.viz.draw_graph(EXAMPLES["head"](fused=False).loss).source
+    assert note not in ta.viz.draw_graph(EXAMPLES["head"]().loss).source

@@ -18,11 +18,12 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .dtypes import get_default_dtype, set_default_dtype
 from .engine import no_grad
 from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
 from .guards.anomaly import detect_anomaly
-from .tensor import Tensor, concat, get_default_dtype, set_default_dtype, stack, where
+from .tensor import Tensor, concat, stack, where
 from .viz.stepper import backprop_steps
 
 __all__ = [

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from .backend import xp_for
+from .dtypes import get_default_dtype
 from .guards.shapes import sizes_argument
-from .tensor import Tensor, get_default_dtype
+from .tensor import Tensor
 
 __all__ = ["arange", "eye", "full", "full_like", "generator", "generator_for", "linspace", "manual_seed",
            "ones", "ones_like", "rand", "randint", "randn", "tensor", "zeros", "zeros_like"]

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .backend import array_module
 from .errors import ShapeError
 from .guards import anomaly, inplace
-from .guards.thread_switch import ThreadSwitch
 from .ops.base import Context, Op, quiet_float_errors, restore_float_errors, silence_float_errors
 from .ops.rowsum import colsum
 from .scopes import current_scope
+from .thread_switch import ThreadSwitch
 
 if TYPE_CHECKING:
     from .tensor import Tensor

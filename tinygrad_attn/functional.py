@@ -9,23 +9,25 @@ from typing import Any
 
 import numpy as np
 
+from .apply import apply
 from .backend import xp_for
 from .creation import generator_for
+from .dtypes import as_float
 from .errors import ShapeError
 from .guards.axes import normalize_axis
-from .guards.labels import named
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
+from .labels import named
 from .ops import activations as act_ops
 from .ops import attention as attention_ops
-from .ops import dropout as dropout_ops
 from .ops import flash as flash_ops
 from .ops import loss as loss_ops
 from .ops import matmul as matmul_ops
 from .ops import norm as norm_ops
 from .ops import rope as rope_ops
+from .ops import selection as selection_ops
 from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
-from .tensor import Tensor, apply, as_float
+from .tensor import Tensor
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
            "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
@@ -384,7 +386,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     if not training or p == 0:
         return x
     keep = Tensor(generator_for(x.device).random(x.shape) >= p, device=x.device)
-    return apply(dropout_ops.Dropout, x, keep, p=p)
+    return apply(selection_ops.Dropout, x, keep, p=p)
 
 
 def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,

@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
+from ..apply import apply
 from ..errors import GradcheckError
 from ..gradcheck import case_inputs, gradcheck, gradient_pairs
 from ..ops.base import Case
-from ..tensor import Tensor, apply
+from ..tensor import Tensor
 
 __all__ = ["EXERCISES", "Exercise", "attention_by_blocks", "backward_cases", "case_count", "exercise_cases",
            "failing_function", "load", "numeric_gradient_cases", "online_softmax_cases", "run_child",

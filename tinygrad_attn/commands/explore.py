@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from ..viz.explorer import explore
-from .demo_options import DEMOS, build_example, example_parser
+from .example_options import EXAMPLES, build_example, example_parser
 
 __all__ = ["add_parser", "run"]
 
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     try:
         page = explore(example.loss, args.out, tokens=example.tokens, vocab=example.vocab,
-                       title=f"backprop explorer: {args.example} — {DEMOS[args.example].__doc__}")
+                       title=f"backprop explorer: {args.example} — {EXAMPLES[args.example].__doc__}")
     except ValueError as error:         # an --out that cannot be written: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import time
 
 from .. import nn
 from ..viz import collect, emit, write_image
-from .demo_options import build_example, example_parser
+from .example_options import build_example, example_parser
 
 __all__ = ["COLLAPSIBLE", "add_parser", "run"]
 

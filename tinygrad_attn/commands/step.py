@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..viz.stepper import Step, backprop_steps
-from .demo_options import DEMOS, build_example, example_parser
+from .example_options import EXAMPLES, build_example, example_parser
 from .keys import BACK, HELP, KEYS_HELP, QUIT, read_key
 
 __all__ = ["add_parser", "interact", "run"]
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     kind = "built from primitives (--unfused)" if args.unfused else "one fused op"
     attention = f" Attention is {kind}." if example.has_attention else ""
-    print(f"example {args.example!r}: {DEMOS[args.example].__doc__}{attention}")
+    print(f"example {args.example!r}: {EXAMPLES[args.example].__doc__}{attention}")
     print(example.intro)
     print(f"loss = {example.loss.item():.6f}; the backward pass runs from the loss back to the parameters.\n")
     steps = backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab)

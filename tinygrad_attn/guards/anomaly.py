@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AnomalyError
-from .labels import input_label, op_location
-from .thread_switch import ThreadSwitch
+from ..labels import input_label, op_location
+from ..thread_switch import ThreadSwitch
 
 if TYPE_CHECKING:
     from ..engine import Node

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .labels import input_label, op_location, tensor_label
+from ..labels import input_label, op_location, tensor_label
 
 if TYPE_CHECKING:
     from ..engine import Node

@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
+from ..apply import apply
 from ..creation import generator
+from ..dtypes import get_default_dtype
 from ..errors import DeviceError
 from ..guards.shapes import first_out_of_range
-from ..ops.shape import GetItem
-from ..tensor import Tensor, apply, get_default_dtype
+from ..ops.selection import GetItem
+from ..tensor import Tensor
 from .module import Module, Parameter, check_probability, check_sizes
 
 __all__ = ["Dropout", "Embedding", "LayerNorm", "Linear", "RMSNorm"]

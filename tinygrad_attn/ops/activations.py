@@ -1,4 +1,4 @@
-"""Activation functions beyond relu, gelu and sigmoid: leaky_relu, elu (selu and celu are elu with
+"""Activation functions: sigmoid, silu, relu, gelu, leaky_relu, elu (selu and celu are elu with
 PyTorch's parameters), softplus, softsign, logsigmoid, hardtanh (relu6 is hardtanh(0, 6)),
 hardsigmoid, hardswish, mish.
 
@@ -7,11 +7,142 @@ Every one is computed without overflow for large |x| (no e^x of a large positive
 
 from __future__ import annotations
 
-from .base import Case, Op
+import math
+
+from .base import UNARY_CASES, Case, Op
 from .registry import register
 
-__all__ = ["Elu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSigmoid", "Mish", "Softplus",
-           "Softsign"]
+__all__ = ["Elu", "Gelu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSigmoid", "Mish",
+           "Relu", "Sigmoid", "Silu", "Softplus", "Softsign"]
+
+
+@register
+class Sigmoid(Op):
+    """y = σ(x) = 1 / (1 + e⁻ˣ), computed without overflow for large |x|."""
+
+    name = "sigmoid"
+    formula = {"x": "dx = dy ⊙ y ⊙ (1 − y)"}
+    residuals = {"y": "y (the output)"}
+    cases = UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        # σ(x) = ½(1 + tanh(x/2)) never overflows, unlike 1/(1 + exp(−x)) for x ≪ 0.
+        y = 0.5 * (1 + ctx.xp.tanh(0.5 * x))
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """σ'(x) = σ(x)(1 − σ(x)) = y(1 − y)."""
+        y = ctx.saved["y"]
+        return (grad * y * (1 - y) if ctx.needs_grad[0] else None,)
+
+
+@register
+class Silu(Op):
+    """y = x · σ(x) (SiLU, also called swish): the gate of a SwiGLU MLP."""
+
+    name = "silu"
+    formula = {"x": "dx = dy ⊙ s ⊙ (1 + x(1 − s)), s = σ(x)"}
+    residuals = {"x": "x (the input)", "s": "σ(x)"}
+    cases = UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        # σ(x) = ½(1 + tanh ½x), without overflow (see Sigmoid), each step in place on one array
+        xp = ctx.xp
+        s = xp.multiply(x, 0.5, out=xp.empty_like(x))   # an array also for 0-d x
+        xp.tanh(s, out=s)
+        s += 1
+        s *= 0.5
+        ctx.save(x=x, s=s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        """d(x·σ(x))/dx = σ(x) + x·σ(x)(1 − σ(x)) = s(1 + x(1 − s)) (product rule, σ' = σ(1 − σ))."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        xp, x, s = ctx.xp, ctx.saved["x"], ctx.saved["s"]
+        slope = xp.subtract(1, s, out=xp.empty_like(s))
+        slope *= x
+        slope += 1                                      # 1 + x(1 − s), in place
+        dx = grad * s
+        dx *= slope
+        return (dx,)
+
+
+@register
+class Relu(Op):
+    """y = max(x, 0)."""
+
+    name = "relu"
+    formula = {"x": "dx = dy ⊙ [y > 0]  ([y > 0] = [x > 0])"}
+    residuals = {"y": "y (the output)"}
+    cases = (Case((3, 4), domain="nonzero"),)
+
+    @staticmethod
+    def forward(ctx, x):
+        # The output tells where x > 0 as well as x does, and the next op (a linear layer) keeps
+        # it anyway: saving y instead of x leaves one array to fingerprint for in-place edits.
+        y = ctx.xp.maximum(x, 0)
+        ctx.save(y=y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The slope is 1 where x > 0 and 0 elsewhere (y = max(x, 0) > 0 exactly there); at x = 0
+        we take 0, as PyTorch does."""
+        return (grad * (ctx.saved["y"] > 0) if ctx.needs_grad[0] else None,)
+
+
+_GELU_C = math.sqrt(2 / math.pi)
+
+
+@register
+class Gelu(Op):
+    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form."""
+
+    name = "gelu"
+    formula = {"x": "dx = dy ⊙ (h + x · 2h(1 − h) · √(2/π)(1 + 3·0.044715x²)),  h = ½(1 + tanh u)"}
+    residuals = {"x": "x (the input)", "h": "h = ½(1 + tanh u)"}
+    cases = UNARY_CASES
+
+    @staticmethod
+    def forward(ctx, x):
+        # Each step runs in place on one fresh array, so the op allocates h and y and nothing else,
+        # and the cube is factored into products (NumPy's x ** 3 calls pow, about 20 times slower).
+        xp = ctx.xp
+        h = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
+        h *= 0.044715
+        h += 1
+        h *= x
+        h *= _GELU_C                                    # u = √(2/π)·x·(1 + 0.044715x²)
+        xp.tanh(h, out=h)
+        h += 1
+        h *= 0.5                                        # h = ½(1 + tanh u)
+        ctx.save(x=x, h=h)
+        return xp.multiply(x, h, out=xp.empty_like(h))  # y = x · h
+
+    @staticmethod
+    def backward(ctx, grad):
+        """y = x·h with h = ½(1 + tanh u), so dy/dx = h + x · dh/du · du/dx, where
+        dh/du = ½(1 − tanh² u) = 2h(1 − h) and du/dx = √(2/π)(1 + 3·0.044715x²)."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        xp = ctx.xp
+        x, h = ctx.saved["x"], ctx.saved["h"]
+        slope = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here
+        slope *= 3 * 0.044715
+        slope += 1
+        slope *= 2 * _GELU_C                        # 2 · du/dx
+        slope *= x
+        slope *= h
+        slope *= 1 - h                              # x · 2h(1 − h) · du/dx
+        slope += h
+        slope *= grad
+        return (slope,)
 
 
 _CASES = (Case((3, 4), domain="nonzero"), Case((2, 3, 5), domain="nonzero"))

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "Context", "Op", "cast_back", "quiet_float_errors", "restore_float_errors",
-           "silence_float_errors", "single_for_half"]
+__all__ = ["BROADCAST_CASES", "UNARY_CASES", "Case", "Context", "Op", "cast_back", "quiet_float_errors",
+           "restore_float_errors", "silence_float_errors", "single_for_half"]
 
 _QUIET = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
 try:    # NumPy 2 keeps the float-error state in a context variable (per thread), which errstate sets
@@ -123,6 +123,11 @@ class Case:
 
     def __repr__(self) -> str:
         return f"Case(specs={self.specs!r}, params={self.params!r}, domain={self.domain!r})"
+
+
+# The gradcheck cases shared by elementwise ops: operands of one shape, broadcast, and 0-d.
+BROADCAST_CASES = (Case((3, 4), (3, 4)), Case((2, 3, 4), (4,)), Case((3, 1), (1, 5)), Case((), (2, 3)))
+UNARY_CASES = (Case((3, 4)), Case((2, 3, 5)), Case(()))
 
 
 class Op:

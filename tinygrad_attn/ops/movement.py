@@ -1,4 +1,4 @@
-"""Ops that copy elements to new places without arithmetic: expand, flip, roll, repeat,
+"""Ops that copy elements to new places without arithmetic: flip, roll, repeat,
 repeat_interleave, pad, diagonal, and tril/triu (keep one triangle, zero the other).
 
 Every output element is one input element (or a constant), so each backward sends every gradient
@@ -11,33 +11,7 @@ from __future__ import annotations
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Diagonal", "Expand", "Flip", "Pad", "Repeat", "RepeatInterleave", "Roll", "Tril", "Triu"]
-
-
-@register
-class Expand(Op):
-    """y = x broadcast to `shape` (size-1 axes stretched, new leading axes added), as a view."""
-
-    name = "expand"
-    formula = {"x": "dx = Σ dy over the stretched and added axes"}
-    cases = (Case((3, 1), params={"shape": (3, 4)}), Case((1, 4), params={"shape": (2, 5, 4)}),
-             Case((), params={"shape": (2, 3)}))
-
-    @staticmethod
-    def forward(ctx, x, *, shape):
-        ctx.in_shape = x.shape
-        return ctx.xp.broadcast_to(x, shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """Each input element was copied along the stretched axes, so its gradient is the sum of
-        its copies' gradients."""
-        if not ctx.needs_grad[0]:
-            return (None,)
-        added = grad.ndim - len(ctx.in_shape)
-        stretched = tuple(added + i for i, n in enumerate(ctx.in_shape)
-                          if n == 1 and grad.shape[added + i] != 1)
-        return (grad.sum(axis=tuple(range(added)) + stretched, keepdims=True).reshape(ctx.in_shape),)
+__all__ = ["Diagonal", "Flip", "Pad", "Repeat", "RepeatInterleave", "Roll", "Tril", "Triu"]
 
 
 @register

@@ -1,19 +1,18 @@
-"""Ops that move, select or combine elements without arithmetic on them.
+"""Ops that change a tensor's shape without arithmetic: reshape, transpose (also swapaxes and .T),
+expand, split, concat, stack.
 
-reshape, transpose (also swapaxes and .T), getitem, split, concat, stack, masked_fill, where.
-Their backward routes each gradient element back to the input element it came from.
+Their backward routes each gradient element back to the input element it came from (expand's
+adds over the copies).
 """
 
 from __future__ import annotations
 
 from itertools import accumulate
 
-import numpy as np
-
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Concat", "GetItem", "MaskedFill", "Reshape", "Split", "Stack", "Transpose", "Where"]
+__all__ = ["Concat", "Expand", "Reshape", "Split", "Stack", "Transpose"]
 
 
 @register
@@ -55,55 +54,29 @@ class Transpose(Op):
 
 
 @register
-class GetItem(Op):
-    """y = x[index]: basic slicing (negative steps too) and integer-array indexing.
+class Expand(Op):
+    """y = x broadcast to `shape` (size-1 axes stretched, new leading axes added), as a view."""
 
-    The index reaches forward already checked against x's shape by ``Tensor.__getitem__``, which
-    raises IndexOutOfRange there, so a bad index never gets as far as an op or a graph.
-    """
-
-    name = "getitem"
-    formula = {"x": "dx = scatter_add(zeros_like(x), index, dy)"}
-    cases = (Case((5, 4), params={"index": (slice(1, 4), slice(None, None, -2))}),
-             Case((5, 4), params={"index": (np.array([0, 2, 2, 4]),)}),
-             Case((3, 5), params={"index": (slice(None), np.array([[1, 1], [0, 4]]))}),
-             Case((4, 3), params={"index": (2, -1)}))
+    name = "expand"
+    formula = {"x": "dx = Σ dy over the stretched and added axes"}
+    cases = (Case((3, 1), params={"shape": (3, 4)}), Case((1, 4), params={"shape": (2, 5, 4)}),
+             Case((), params={"shape": (2, 3)}))
 
     @staticmethod
-    def forward(ctx, x, *, index):
+    def forward(ctx, x, *, shape):
         ctx.in_shape = x.shape
-        return x[index]
+        return ctx.xp.broadcast_to(x, shape)
 
     @staticmethod
     def backward(ctx, grad):
-        """Each selected element passes its gradient back; an index chosen twice gets both
-        (scatter-add, so repeated integer indices accumulate instead of overwriting)."""
+        """Each input element was copied along the stretched axes, so its gradient is the sum of
+        its copies' gradients."""
         if not ctx.needs_grad[0]:
             return (None,)
-        xp = ctx.xp
-        index = ctx.index
-        if xp is np and len(index) == 1 and getattr(index[0], "dtype", np.dtype("O")).kind in "iu":
-            return (_scatter_add_rows(ctx.in_shape, index[0], grad),)
-        grad_x = xp.zeros(ctx.in_shape, dtype=grad.dtype)
-        xp.add.at(grad_x, index, grad)
-        return (grad_x,)
-
-
-def _scatter_add_rows(shape: tuple[int, ...], rows: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """zeros(shape) with each row of `grad` added at its id in `rows` (x[ids], as in an
-    embedding): the ids sorted so that equal ones are neighbours, each run of rows summed with
-    ``add.reduceat``. The same sums as ``np.add.at``, which goes element by element and takes
-    about 6× as long at (2048 ids, 64 features); CuPy's ``add.at`` is a fast scatter already."""
-    ids = rows.reshape(-1) % shape[0]               # −1 and n − 1 are one row
-    grad_rows = grad.reshape((ids.size,) + shape[1:])
-    grad_x = np.zeros(shape, dtype=grad.dtype)
-    if ids.size == 0:
-        return grad_x
-    order = np.argsort(ids, kind="stable")
-    ids = ids[order]
-    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
-    grad_x[ids[starts]] = np.add.reduceat(grad_rows[order], starts, axis=0)
-    return grad_x
+        added = grad.ndim - len(ctx.in_shape)
+        stretched = tuple(added + i for i, n in enumerate(ctx.in_shape)
+                          if n == 1 and grad.shape[added + i] != 1)
+        return (grad.sum(axis=tuple(range(added)) + stretched, keepdims=True).reshape(ctx.in_shape),)
 
 
 @register
@@ -168,47 +141,3 @@ class Stack(Op):
         """Input i is the slice i of the new axis, so it takes that slice of dy."""
         pieces = ctx.xp.moveaxis(grad, ctx.axis, 0)
         return tuple(piece if need else None for piece, need in zip(pieces, ctx.needs_grad))
-
-
-@register
-class MaskedFill(Op):
-    """y = value where mask is True, x elsewhere (mask broadcasts against x, as in PyTorch)."""
-
-    name = "masked_fill"
-    formula = {"x": "dx = dy ⊙ ¬mask", "mask": None}
-    residuals = {"mask": "the fill mask"}
-    cases = (Case((3, 4), np.array([[True, False, False, True]]), params={"value": -5.0}),
-             Case((2, 3), np.array([[True, True, True], [False, True, False]]), params={"value": 0.0}))
-
-    @staticmethod
-    def forward(ctx, x, mask, *, value):
-        ctx.save(mask=mask)
-        return ctx.xp.where(mask, ctx.xp.asarray(value, dtype=x.dtype), x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """A filled position no longer depends on x (slope 0); the others pass dy through."""
-        return (grad * ~ctx.saved["mask"] if ctx.needs_grad[0] else None, None)
-
-
-@register
-class Where(Op):
-    """y = a where cond is True, b elsewhere (all three broadcast together)."""
-
-    name = "where"
-    formula = {"cond": None, "a": "da = dy ⊙ cond", "b": "db = dy ⊙ ¬cond"}
-    residuals = {"cond": "the condition"}
-    cases = (Case(np.array([[True, False, True]]), (2, 3), (2, 3)),
-             Case(np.array([True, False]), (3, 2), (1,)))
-
-    @staticmethod
-    def forward(ctx, cond, a, b):
-        ctx.save(cond=cond)
-        return ctx.xp.where(cond, a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """Each output element came from exactly one of a and b, chosen by cond."""
-        cond = ctx.saved["cond"]
-        return (None, grad * cond if ctx.needs_grad[1] else None,
-                grad * ~cond if ctx.needs_grad[2] else None)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import engine
 from ..backend import to_numpy
-from ..guards.labels import tensor_label
+from ..labels import tensor_label
 from ..tensor import Tensor
 
 __all__ = ["CollectedGraph", "DrawnNode", "ancestors", "collect"]

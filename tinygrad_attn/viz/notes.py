@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import engine
 from ..backend import to_numpy
-from ..guards.labels import scope_name, tensor_label
+from ..labels import scope_name, tensor_label
 
 __all__ = ["Notes", "TINY", "attention_zeros", "format_value", "is_parameter", "shared_kv_heads"]
 

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from .. import engine
+from ..apply import seed_gradient
 from ..backend import to_numpy
-from ..guards.labels import scope_name, tensor_label
-from ..tensor import Tensor, seed_gradient
+from ..labels import scope_name, tensor_label
+from ..tensor import Tensor
 from .notes import Notes, is_parameter
 
 __all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",

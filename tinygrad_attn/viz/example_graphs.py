@@ -1,8 +1,8 @@
 """Small ready-made graphs for the ``step``, ``graph`` and ``explore`` commands and the docs.
 
-Each demo builds a seeded module and a scalar loss on fixed data and returns an ``Example``: the
+Each example graph builds a seeded module and a scalar loss on fixed data and returns an ``Example``: the
 loss, the model, the tokens that label the sequence's positions, and an introduction (inputs,
-targets, predicted probabilities) for a learner to read before the backward pass. Every demo
+targets, predicted probabilities) for a learner to read before the backward pass. Every example
 takes ``fused``: False builds attention from primitives, so each piece is its own backward step.
 """
 
@@ -16,11 +16,11 @@ import numpy as np
 from .. import functional as F
 from ..creation import manual_seed
 from ..engine import no_grad
-from ..guards.labels import named
+from ..labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
 
-__all__ = ["AttentionHead", "DEMOS", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
+__all__ = ["AttentionHead", "EXAMPLES", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
            "mlp", "model"]
 
 
@@ -29,7 +29,7 @@ WORDS = ("the", "cat", "sat", ".")
 
 @dataclass(frozen=True)
 class Example:
-    """A demo graph.
+    """An example graph.
 
     Attributes:
         loss: the scalar loss (forward done, backward not yet).
@@ -187,5 +187,5 @@ def llama(fused: bool = True) -> Example:
     return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)
 
 
-DEMOS: dict[str, Callable[..., Example]] = {
+EXAMPLES: dict[str, Callable[..., Example]] = {
     "head": head, "mlp": mlp, "mha": mha, "block": block, "model": model, "llama": llama}

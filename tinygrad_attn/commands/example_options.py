@@ -1,22 +1,22 @@
-"""The options shared by the commands that work on one demo graph (``step``, ``graph``)."""
+"""The options shared by the commands that work on one example graph (``step``, ``graph``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..viz.examples import DEMOS, Example
+from ..viz.example_graphs import EXAMPLES, Example
 
-__all__ = ["DEMOS", "build_example", "example_parser"]
+__all__ = ["EXAMPLES", "build_example", "example_parser"]
 
 
 def example_parser(subparsers: argparse._SubParsersAction, command: str, summary: str,
                    description: str) -> argparse.ArgumentParser:
-    """The subparser of a command that works on one demo, with ``--example`` and ``--unfused``."""
-    listing = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in DEMOS.items())
+    """The subparser of a command that works on one example graph, with ``--example`` and ``--unfused``."""
+    listing = "\n".join(f"  {name:6s} {fn.__doc__}" for name, fn in EXAMPLES.items())
     parser = subparsers.add_parser(command, help=summary, description=description,
                                    epilog=f"examples:\n{listing}",
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--example", choices=list(DEMOS), default="head",
+    parser.add_argument("--example", choices=list(EXAMPLES), default="head",
                         help="which example graph (default head: one attention head on 'the cat sat')")
     parser.add_argument("--unfused", action="store_true",
                         help="build attention from primitives (Kᵀ, Q Kᵀ, scale, softmax, P V), each its "
@@ -25,5 +25,5 @@ def example_parser(subparsers: argparse._SubParsersAction, command: str, summary
 
 
 def build_example(args: argparse.Namespace) -> Example:
-    """The demo that ``--example`` and ``--unfused`` ask for."""
-    return DEMOS[args.example](fused=not args.unfused)
+    """The example graph that ``--example`` and ``--unfused`` ask for."""
+    return EXAMPLES[args.example](fused=not args.unfused)

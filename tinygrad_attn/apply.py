@@ -1,0 +1,91 @@
+"""apply: the one function every differentiable operation goes through.
+
+A Tensor method, an ``F`` function or a new op calls ``apply(OpClass, *tensors, **params)``. It
+reads the inputs' arrays, runs the op's forward on them, records a graph node (``engine.record``)
+when some input requires grad, and wraps the result in a tensor of the inputs' class. The result's
+class is read from the inputs (it is always ``Tensor``) so that this module, which ``tensor.py``
+builds on, needs no import of it. ``seed_gradient`` makes the gradient a backward pass starts from.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import engine
+from .backend import array_module, device_of, ones
+from .errors import DeviceError, ShapeError
+from .guards import anomaly
+from .ops.base import Context, Op, restore_float_errors, silence_float_errors
+from .scopes import current_scope
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+__all__ = ["apply", "seed_gradient"]
+
+
+def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
+    """Run `op` on the inputs' arrays and wrap the result, recording a Node if grad is needed.
+
+    Every differentiable operation ends here: the Tensor methods, ``functional``, and a new op.
+    It runs for every op, so it reads the inputs in one loop: their arrays, whether each needs a
+    gradient, and that they share one device (arrays of one type do: one type test per input).
+    """
+    arrays: list[Any] = []
+    needs_grad: list[bool] = []
+    first = owner = None
+    for t in inputs:
+        if t is None:
+            arrays.append(None)
+            needs_grad.append(False)
+            continue
+        data = t.data
+        if first is None:
+            first, owner = data, t
+        elif type(data) is not type(first):
+            _check_one_device(op, inputs)
+        arrays.append(data)
+        needs_grad.append(t.requires_grad)
+    xp = array_module(first)
+    ctx = Context(xp, tuple(needs_grad), params)
+    token = silence_float_errors()  # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
+    try:
+        out = op.forward(ctx, *arrays, **params)
+    finally:
+        restore_float_errors(token)
+    node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
+    if anomaly.mode.open_blocks:    # the only cost of anomaly mode when it is off: this one test
+        anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
+    return type(owner)._from_op(out, op.name, node)   # a Tensor, as its inputs
+
+
+
+def _check_one_device(op: type[Op], inputs: tuple[Tensor | None, ...]) -> None:
+    """DeviceError naming the op and the devices when the inputs' arrays are on two devices."""
+    devices = [t.device for t in inputs if t is not None]
+    if len(set(devices)) > 1:
+        raise DeviceError(f"{op.name}: inputs are on different devices ({', '.join(devices)}); "
+                          "move them with .to()")
+
+
+
+def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
+    """The gradient that starts a backward pass from `root` (``backward``, ``backprop_steps``),
+    checked: 1 for a single element when `grad` is None, else `grad` as an array of root's shape."""
+    if not root.requires_grad:
+        raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
+    xp = array_module(root.data)
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
+                               "grad of the same shape; only a single element defaults to 1")
+        return ones(xp, root.data.shape, root.dtype)
+    grad = grad.data if isinstance(grad, type(root)) else grad
+    if device_of(grad) != root.device and device_of(grad) != "cpu":
+        raise DeviceError(f"{caller}: grad is on {device_of(grad)} but the tensor is on "
+                          f"{root.device}; move it with .to({root.device!r})")
+    grad = xp.asarray(grad, dtype=root.dtype)
+    if grad.shape != root.data.shape:
+        raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
+                         f"has shape {root.shape}")
+    return grad

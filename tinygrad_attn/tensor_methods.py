@@ -1,0 +1,493 @@
+"""TensorMethods: the methods of Tensor that only forward to ops, with PyTorch's names.
+
+``Tensor`` (tensor.py) owns what a tensor is: its array, device, dtype, gradient and ``backward``.
+Every other method lives here and does two things: check its arguments (naming the op and the
+shapes at fault, before any op runs) and call ``apply`` with one op class, or a short
+composition of them. Results that are not differentiable (comparisons, argmax, any, …) are tensors
+with no graph. ``Tensor`` inherits these methods; a new op's method goes here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .apply import apply
+from .backend import device_of, xp_for
+from .dtypes import as_float
+from .errors import DeviceError, ShapeError
+from .guards.axes import normalize_axes, normalize_axis
+from .guards.indexing import check_index
+from .guards.shape_arguments import (
+    check_index_along,
+    check_unflatten,
+    expanded_shape,
+    interleave_counts,
+    pad_widths,
+    repeat_counts,
+    roll_shifts,
+)
+from .guards.shapes import (
+    broadcast_shape,
+    check_matmul,
+    check_reshape,
+    first_out_of_range,
+    sizes_argument,
+    split_sizes,
+)
+from .ops.activations import Gelu, Relu, Sigmoid, Silu
+from .ops.arithmetic import Add, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
+from .ops.base import quiet_float_errors
+from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
+from .ops.matmul import MatMul
+from .ops.movement import Diagonal, Flip, Pad, Repeat, RepeatInterleave, Roll, Tril, Triu
+from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, Sign, Trunc
+from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Sum, Var
+from .ops.selection import Gather, GetItem, MaskedFill, ScatterAdd
+from .ops.shape import Expand, Reshape, Split, Transpose
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+__all__ = ["TensorMethods", "as_mask"]
+
+
+class TensorMethods:
+    """The op surface of :class:`~tinygrad_attn.tensor.Tensor`: ``self`` is always a Tensor."""
+
+    __slots__ = ()
+
+    @property
+    def T(self) -> Tensor:
+        """The last two axes swapped (a 1-D or 0-D tensor is returned as it is)."""
+        return self if self.ndim < 2 else self.swapaxes(-1, -2)
+
+    def __add__(self, other): return _binary(Add, self, self._lift(other))
+    def __radd__(self, other): return _binary(Add, self._lift(other), self)
+    def __sub__(self, other): return _binary(Sub, self, self._lift(other))
+    def __rsub__(self, other): return _binary(Sub, self._lift(other), self)
+    def __mul__(self, other): return _binary(Mul, self, self._lift(other))
+    def __rmul__(self, other): return _binary(Mul, self._lift(other), self)
+    def __truediv__(self, other): return _binary(Div, self, self._lift(other))
+    def __rtruediv__(self, other): return _binary(Div, self._lift(other), self)
+    def __pow__(self, other): return _binary(Pow, self, self._lift(other))
+    def __rpow__(self, other): return _binary(Pow, self._lift(other), self)
+    def __neg__(self): return apply(Neg, self)
+
+    def __matmul__(self, other):
+        return _matmul(self, self._lift(other))
+
+    def __rmatmul__(self, other):
+        return _matmul(self._lift(other), self)
+
+    def exp(self) -> Tensor: return apply(Exp, as_float(self))
+    def log(self) -> Tensor: return apply(Log, as_float(self))
+    def sqrt(self) -> Tensor: return apply(Sqrt, as_float(self))
+    def tanh(self) -> Tensor: return apply(Tanh, as_float(self))
+    def sigmoid(self) -> Tensor: return apply(Sigmoid, as_float(self))
+    def relu(self) -> Tensor: return apply(Relu, self)
+    def gelu(self) -> Tensor: return apply(Gelu, as_float(self))
+    def silu(self) -> Tensor: return apply(Silu, as_float(self))
+
+    # ----- reductions -----
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            dtype: Any = None) -> Tensor:
+        """Σ over `axis`; `dtype` sets the dtype it accumulates in and returns (float16 is
+        always accumulated in float32)."""
+        return self._reduce(Sum, axis, keepdims, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return as_float(self)._reduce(Mean, axis, keepdims)
+
+    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """The maximum; at ties the gradient is shared equally by the tied elements."""
+        return self._reduce(Max, axis, keepdims)
+
+    def var(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            correction: int = 0) -> Tensor:
+        """Σ (x − mean)² / (n − correction): the population variance by default (correction 0;
+        PyTorch's default is 1, the unbiased estimate)."""
+        return as_float(self)._reduce(Var, axis, keepdims, correction=correction)
+
+    def _reduce(self, op, axis, keepdims, **params) -> Tensor:
+        axes = normalize_axes(op.name, axis, self.ndim)
+        reduced = range(self.ndim) if axes is None else axes
+        if op in (Max, Min) and any(self.shape[a] == 0 for a in reduced):
+            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {axis} of "
+                             f"shape {self.shape})")
+        return apply(op, self, axis=axes, keepdims=keepdims, **params)
+
+    # ----- shape -----
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        shape = sizes_argument(shape)
+        check_reshape(self.shape, self.data.size, shape)
+        return apply(Reshape, self, shape=shape)
+
+    def transpose(self, *axes: int) -> Tensor:
+        """Permute the axes (reversed when none are given), as numpy.transpose."""
+        axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        axes = normalize_axes("transpose", axes, self.ndim, sort=False) if axes else \
+            tuple(reversed(range(self.ndim)))
+        if len(axes) != self.ndim:
+            raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {self.shape}")
+        return apply(Transpose, self, axes=axes)
+
+    def swapaxes(self, a: int, b: int) -> Tensor:
+        axes = list(range(self.ndim))
+        a, b = (normalize_axis("swapaxes", x, self.ndim) for x in (a, b))
+        axes[a], axes[b] = axes[b], axes[a]
+        return apply(Transpose, self, axes=tuple(axes))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        """Basic slicing, integer-array and boolean-array indexing, as NumPy, on either device.
+
+        Index arrays may be NumPy or CuPy arrays, lists or Tensors; a GPU index for a CPU tensor
+        raises DeviceError. A boolean array selects its True positions (x[mask] is 1-D over them);
+        the result's shape depends on the mask's values, so on the GPU it costs one read of the
+        count back to the host, as CuPy's own boolean indexing does. The gradient scatter-adds
+        back to the selected positions (repeated integer indices accumulate) on both devices.
+        """
+        xp = xp_for(self.device)
+        index = index if isinstance(index, tuple) else (index,)
+        for i in index:
+            index_device = i.device if isinstance(i, TensorMethods) else device_of(i)
+            if self.device == "cpu" and index_device == "cuda":
+                raise DeviceError(f"getitem: the index is on cuda but the tensor is on {self.device}; "
+                                  "move the index with .to() or backend.to_device")
+        # Index arrays are copied: backward scatters through them, so a later edit of the caller's
+        # array must not move the gradient. An empty list selects nothing, as in NumPy.
+        index = tuple(xp.array(i.data if isinstance(i, TensorMethods) else i,
+                               dtype=np.intp if isinstance(i, list) and not i else None)
+                      if isinstance(i, (TensorMethods, list, np.ndarray)) or device_of(i) == "cuda"
+                      else i for i in index)
+        check_index(xp, index, self.shape)
+        return apply(GetItem, self, index=index)
+
+    def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+        """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
+        axis = normalize_axis("split", axis, self.ndim)
+        sizes = split_sizes(self.shape, axis, sizes_or_n)
+        starts = np.cumsum([0] + sizes).tolist()
+        return [apply(Split, self, axis=axis, start=a, stop=b)
+                for a, b in zip(starts[:-1], starts[1:])]
+
+    def masked_fill(self, mask: Any, value: float) -> Tensor:
+        """`value` where `mask` is True, this tensor elsewhere (mask broadcasts, never differentiated)."""
+        mask = as_mask(mask, self)
+        broadcast_shape("masked_fill", tuple(mask.shape), self.shape, names=("mask", "x"), what="shapes of")
+        return apply(MaskedFill, self, mask, value=value)
+
+    # ===== the op surface a learner reaches for (PyTorch's names) ===================================
+    # One line per method where an op (or a short composition of ops) does it all; argument checks
+    # before any op runs. Results that are not differentiable (comparisons, argmax, any, …) are
+    # tensors with no graph.
+
+    # ----- method forms of the operators -----
+    def add(self, other: Any) -> Tensor: return self + other
+    def sub(self, other: Any) -> Tensor: return self - other
+    def mul(self, other: Any) -> Tensor: return self * other
+    def div(self, other: Any) -> Tensor: return self / other
+    def neg(self) -> Tensor: return -self
+    def pow(self, exponent: Any) -> Tensor: return self ** exponent
+
+    # ----- elementwise -----
+    def abs(self) -> Tensor: return apply(Abs, self)
+    def sign(self) -> Tensor: return apply(Sign, self)
+    def floor(self) -> Tensor: return apply(Floor, self)
+    def ceil(self) -> Tensor: return apply(Ceil, self)
+    def round(self, decimals: int = 0) -> Tensor: return apply(Round, self, decimals=decimals)
+    def trunc(self) -> Tensor: return apply(Trunc, self)
+    def rsqrt(self) -> Tensor: return apply(Rsqrt, as_float(self))
+    def log2(self) -> Tensor: return apply(Log2, as_float(self))
+    def exp2(self) -> Tensor: return apply(Exp2, as_float(self))
+    def sin(self) -> Tensor: return apply(Sin, as_float(self))
+    def cos(self) -> Tensor: return apply(Cos, as_float(self))
+    def erf(self) -> Tensor: return apply(Erf, as_float(self))
+    def maximum(self, other: Any) -> Tensor: return _binary(Maximum, self, self._lift(other))
+    def minimum(self, other: Any) -> Tensor: return _binary(Minimum, self, self._lift(other))
+    def logaddexp(self, other: Any) -> Tensor: return _binary(LogAddExp, as_float(self), self._lift(other))
+
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:     # noqa: A002 (PyTorch's names)
+        """Values below `min` become `min`, above `max` become `max` (either may be None; Tensor
+        bounds go through ``maximum``/``minimum``). The gradient passes where x is within them."""
+        if isinstance(min, TensorMethods) or isinstance(max, TensorMethods):
+            low = self if min is None else self.maximum(min)
+            return low if max is None else low.minimum(max)
+        if min is None and max is None:
+            raise ValueError("clip: at least one of min and max must be given")
+        return apply(Clip, self, min=min, max=max)
+
+    clamp = clip
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        """self + weight ⊙ (end − self); `weight` a number or a tensor, all three broadcast."""
+        start = as_float(self)
+        end, weight = start._lift(end), start._lift(weight)
+        broadcast_shape("lerp", start.shape, end.shape, weight.shape)
+        return apply(Lerp, start, as_float(end), as_float(weight))
+
+    # ----- comparisons and tests: bool tensors, no gradient -----
+    __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
+
+    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
+    def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
+    def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
+    def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
+    def __ge__(self, other): return _constant("ge", lambda xp, a, b: a >= b, self, other)
+    def isnan(self) -> Tensor: return _constant("isnan", lambda xp, a: xp.isnan(a), self)
+    def isinf(self) -> Tensor: return _constant("isinf", lambda xp, a: xp.isinf(a), self)
+    def isfinite(self) -> Tensor: return _constant("isfinite", lambda xp, a: xp.isfinite(a), self)
+    def logical_not(self) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)
+    def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
+    def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
+
+    def __abs__(self) -> Tensor: return self.abs()
+    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
+    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    __rand__, __ror__ = __and__, __or__
+
+    def _bools(self, operator: str) -> Tensor:
+        """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
+        if self.dtype != np.bool_:
+            raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
+                            "ops on integers are not supported")
+        return self
+
+    def __bool__(self) -> bool:
+        """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
+        if self.data.size != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+                               "use .any() or .all()")
+        return bool(self.data)
+
+    # ----- reductions -----
+    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """The minimum; at ties the gradient is shared equally by the tied elements."""
+        return self._reduce(Min, axis, keepdims)
+
+    def prod(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._reduce(Prod, axis, keepdims)
+
+    def logsumexp(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """log Σ exp(x) over `axis`, with the maximum subtracted first (never overflows)."""
+        return as_float(self)._reduce(LogSumExp, axis, keepdims)
+
+    def std(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+            correction: int = 0) -> Tensor:
+        """√var: the square root of ``var`` with the same `correction` (0 by default, as ``var``)."""
+        return self.var(axis, keepdims, correction).sqrt()
+
+    def cumsum(self, axis: int) -> Tensor:
+        return apply(CumSum, self, axis=normalize_axis("cumsum", axis, self.ndim))
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """The index of the maximum along `axis` (of the flattened tensor when axis is None)."""
+        return self._arg("argmax", axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """The index of the minimum along `axis` (of the flattened tensor when axis is None)."""
+        return self._arg("argmin", axis, keepdims)
+
+    def _arg(self, name: str, axis: int | None, keepdims: bool) -> Tensor:
+        axis = None if axis is None else normalize_axis(name, axis, self.ndim)
+        if self.data.size == 0 or (axis is not None and self.shape[axis] == 0):
+            raise ShapeError(f"{name}: cannot take it over an empty axis (axis {axis} of shape {self.shape})")
+        return _constant(name, lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=keepdims), self)
+
+    def any(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        axes = normalize_axes("any", axis, self.ndim)
+        return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdims), self)
+
+    def all(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        axes = normalize_axes("all", axis, self.ndim)
+        return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdims), self)
+
+    def sort(self, axis: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+        """(values, indices) sorted along `axis`; values = gather(indices), so they are
+        differentiable, each gradient going back to the element it came from."""
+        axis = normalize_axis("sort", axis, self.ndim)
+        order = _constant("sort", lambda xp, a: xp.argsort(-a if descending else a, axis=axis), self)
+        return self.gather(axis, order), order
+
+    def topk(self, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the k largest (or smallest) elements along `axis`, in order."""
+        axis = normalize_axis("topk", axis, self.ndim)
+        if not 0 <= k <= self.shape[axis]:
+            raise ShapeError(f"topk: k = {k} is out of range for axis {axis} of shape {self.shape}")
+        _, order = self.sort(axis, descending=largest)
+        indices = type(self)._from_op(order.data[(slice(None),) * axis + (slice(0, k),)], None, None)
+        return self.gather(axis, indices), indices
+
+    # ----- shape -----
+    def view(self, *shape: int | Sequence[int]) -> Tensor: return self.reshape(*shape)
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        """The size-1 axes removed (only those in `axis` when given; others there stay)."""
+        axes = range(self.ndim) if axis is None else normalize_axes("squeeze", axis, self.ndim)
+        drop = {a for a in axes if self.shape[a] == 1}
+        return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
+
+    def unsqueeze(self, axis: int) -> Tensor:
+        """A size-1 axis inserted at `axis` (−1 appends one)."""
+        axis = normalize_axis("unsqueeze", axis, self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def flatten(self, start_axis: int = 0, end_axis: int = -1) -> Tensor:
+        """Axes start_axis … end_axis merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_axis, end_axis))
+        if start > end:
+            raise ShapeError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
+
+    def unflatten(self, axis: int, sizes: Sequence[int]) -> Tensor:
+        """Axis `axis` split into axes of `sizes` (one may be −1)."""
+        axis = normalize_axis("unflatten", axis, self.ndim)
+        check_unflatten(self.shape, axis, sizes)
+        return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
+
+    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Size-1 axes stretched to `sizes` (−1 keeps an axis) and new leading axes added, without
+        copying: the gradient sums over the copies."""
+        return apply(Expand, self, shape=expanded_shape(self.shape, sizes))
+
+    def flip(self, axis: int | Sequence[int]) -> Tensor:
+        return apply(Flip, self, axis=normalize_axes("flip", axis, self.ndim))
+
+    def roll(self, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted cyclically along `axis` (over the flattened tensor when axis is None)."""
+        shifts, axis = roll_shifts(shifts, axis, self.ndim)
+        return apply(Roll, self, shifts=shifts, axis=axis)
+
+    def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
+        """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
+        return apply(Repeat, self, repeats=repeat_counts(self.shape, repeats))
+
+    def repeat_interleave(self, repeats: int | Sequence[int], axis: int | None = None) -> Tensor:
+        """Each element repeated `repeats` times (or repeats[i] times) along `axis` (flattened first
+        when axis is None)."""
+        x = self.reshape(-1) if axis is None else self
+        axis = 0 if axis is None else normalize_axis("repeat_interleave", axis, self.ndim)
+        repeats = repeats.data.tolist() if isinstance(repeats, TensorMethods) else repeats
+        return apply(RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """Zeros above the `diagonal`-th diagonal of the last two axes."""
+        return apply(Tril, self._matrices("tril"), k=diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """Zeros below the `diagonal`-th diagonal of the last two axes."""
+        return apply(Triu, self._matrices("triu"), k=diagonal)
+
+    def _matrices(self, name: str) -> Tensor:
+        if self.ndim < 2:
+            raise ShapeError(f"{name}: needs at least 2 dims, got shape {self.shape}")
+        return self
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """The diagonal of the (axis1, axis2) planes, shifted by `offset`, as the last axis."""
+        a1, a2 = (normalize_axis("diagonal", a, self.ndim) for a in (axis1, axis2))
+        if a1 == a2:
+            raise ShapeError(f"diagonal: axis1 and axis2 are the same axis {a1}")
+        return apply(Diagonal, self, offset=offset, axis1=a1, axis2=a2)
+
+    def chunk(self, chunks: int, axis: int = 0) -> list[Tensor]:
+        """Pieces of ⌈n/chunks⌉ along `axis`, the last one smaller (possibly fewer pieces), as PyTorch."""
+        if chunks < 1:
+            raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
+        length = self.shape[normalize_axis("chunk", axis, self.ndim)]
+        size = max(-(-length // chunks), 1)
+        return self.split([size] * (length // size) + ([length % size] if length % size else []), axis)
+
+    def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
+        """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
+        before it, … (PyTorch's order)."""
+        return apply(Pad, self, widths=pad_widths(self.shape, pad), value=value)
+
+    def gather(self, axis: int, index: Any) -> Tensor:
+        """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
+        number of dims, and on the other axes covers a leading part of x)."""
+        axis, index = self._index_for("gather", axis, index)
+        return apply(Gather, self, index, axis=axis)
+
+    def scatter_add(self, axis: int, index: Any, src: Tensor) -> Tensor:
+        """A copy of x with src added at `index` along `axis`: y[index[i, j], j] += src[i, j] for
+        axis 0. Indices may repeat (their additions accumulate)."""
+        src = self._lift(src)
+        if src.dtype != self.dtype or src.ndim != self.ndim:
+            raise TypeError(f"scatter_add: src must have x's dtype {self.dtype} and {self.ndim} dims, "
+                            f"got {src.dtype} and {src.ndim}")
+        axis, index = self._index_for("scatter_add", axis, index)
+        if any(i > n for i, n in zip(index.shape, src.shape)):
+            raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
+        return apply(ScatterAdd, self, index, src, axis=axis)
+
+    def _index_for(self, name: str, axis: int, index: Any) -> tuple[int, Tensor]:
+        """The axis normalised, and the index as an integer tensor with x's number of dims, no
+        longer than x off `axis`, its values in [0, x.shape[axis])."""
+        axis = normalize_axis(name, axis, self.ndim)
+        index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+        check_index_along(name, self.shape, axis, index.data)
+        return axis, index
+
+    def one_hot(self, num_classes: int = -1) -> Tensor:
+        """Integer class ids → int64 rows with a 1 at the id (no gradient); num_classes −1 means max + 1."""
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"one_hot: needs integer class ids, got dtype {self.dtype}")
+        classes = int(self.data.max()) + 1 if num_classes == -1 and self.data.size else max(num_classes, 0)
+        bad = first_out_of_range(self.data, classes)
+        if bad is not None:
+            raise ValueError(f"one_hot: class {bad} is out of range for {classes} classes")
+        return _constant("one_hot", lambda xp, a: (a[..., None] == xp.arange(classes)).astype(xp.int64), self)
+
+
+def _constant(name: str, fn: Any, *operands: Any) -> Tensor:
+    """A result without a gradient (a comparison, argmax, isnan, …): ``fn(xp, *arrays)`` on the
+    operands' arrays, the operands after the first lifted to its device and broadcast-checked."""
+    first = operands[0]
+    others = [first._lift(o) for o in operands[1:]]
+    for o in others:
+        if o.device != first.device:
+            raise DeviceError(f"{name}: inputs are on different devices ({first.device}, {o.device})")
+        broadcast_shape(name, first.shape, o.shape)
+    with quiet_float_errors():
+        result = fn(xp_for(first.device), first.data, *[o.data for o in others])
+    return type(first)._from_op(result, None, None)
+
+
+def as_mask(mask: Any, like: Tensor) -> Tensor:
+    """`mask` as a bool tensor on `like`'s device (TypeError for any other dtype)."""
+    mask = mask if isinstance(mask, TensorMethods) else type(like)(mask, device=like.device)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean, got dtype {mask.dtype}")
+    return mask
+
+
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    check_matmul(a.shape, b.shape)
+    return apply(MatMul, a, b)
+
+
+def _binary(op, a: Tensor, b: Tensor) -> Tensor:
+    if a.data.dtype is not b.data.dtype or a.data.dtype.kind != "f":   # else the common case: one float dtype
+        a, b = _promoted(op, a, b)
+    if a.data.shape != b.data.shape:
+        broadcast_shape(op.name, a.shape, b.shape)
+    return apply(op, a, b)
+
+
+def _promoted(op, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """The operands of a binary op in the dtypes PyTorch computes it in."""
+    a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
+    if op is Div and not (a_float or b_float):    # integers divided: the default float
+        return as_float(a), as_float(b)
+    if a_float != b_float:                          # int meets float: the float's dtype
+        if a_float:
+            return a, type(b)(b.data, dtype=a.dtype, device=b.device)
+        return type(a)(a.data, dtype=b.dtype, device=a.device), b
+    return a, b
