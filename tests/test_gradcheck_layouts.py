@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import tinygrad_attn as ta
+from tinygrad_attn.apply import apply
 from tinygrad_attn.gradcheck import gradient_pairs
-from tinygrad_attn.ops.elementwise import Mul
-from tinygrad_attn.tensor import apply
+from tinygrad_attn.ops.arithmetic import Mul
 
 _BASE = np.random.default_rng(3).uniform(-1.2, 1.2, (4, 6, 5))
 
