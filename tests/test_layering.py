@@ -36,6 +36,7 @@ LAYERS = (
     ("creation", "functional"),
     ("gradcheck", "nn", "optim"),
     ("viz", "training"),        # seeing backprop; training on the toy tasks
+    ("pretrained",),            # Hugging Face folders and our runs, loaded and saved
     ("commands",),
     (ROOT, "__main__"),         # the front door: ``import tinygrad_attn``, ``python -m``
 )

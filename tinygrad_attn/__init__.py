@@ -23,13 +23,14 @@ from .engine import no_grad
 from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
 from .guards.anomaly import detect_anomaly
+from .pretrained import load_pretrained, save_pretrained
 from .tensor import Tensor, concat, stack, where
 from .viz.stepper import backprop_steps
 
 __all__ = [
-    "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange",
-    "backprop_steps", "concat", "cuda_available", "detect_anomaly", "eye", "full", "full_like",
-    "functional", "get_default_dtype", "gradcheck", "linspace", "manual_seed", "nn", "no_grad", "ones",
-    "ones_like", "optim", "rand", "randint", "randn", "set_default_dtype", "stack", "tensor", "viz",
-    "where", "zeros", "zeros_like",
+    "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange", "backprop_steps",
+    "concat", "cuda_available", "detect_anomaly", "eye", "full", "full_like", "functional",
+    "get_default_dtype", "gradcheck", "linspace", "load_pretrained", "manual_seed", "nn", "no_grad",
+    "ones", "ones_like", "optim", "rand", "randint", "randn", "save_pretrained", "set_default_dtype",
+    "stack", "tensor", "viz", "where", "zeros", "zeros_like",
 ]

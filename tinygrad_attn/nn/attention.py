@@ -39,13 +39,13 @@ class LayerCache:
 
 
 class MultiHeadAttention(Module):
-    """Self- or cross-attention with `num_heads` heads of size d_model // num_heads.
+    """Self- or cross-attention with `num_heads` heads of size d_head (default d_model // num_heads).
 
     Args:
-        d_model: the model width; q_proj and out_proj are Linear(d_model, d_model), k_proj and
-            v_proj Linear(d_model, n_kv_heads · d_head).
-        num_heads: query heads; must divide d_model.
-        bias: whether the four projections have a bias.
+        d_model: the model width; q_proj is Linear(d_model, num_heads · d_head), k_proj and
+            v_proj Linear(d_model, n_kv_heads · d_head), out_proj Linear(num_heads · d_head, d_model).
+        num_heads: query heads; must divide d_model unless head_dim is given.
+        bias: whether the projections have a bias (q, k and v; out_proj too unless out_bias says).
         dropout: probability of dropping attention weights while training.
         scale: multiplies Q Kᵀ; None (the default) means 1/√d_head, as in the paper. Setting it
             to 1.0 trains without scaling (the √d_k experiment in the docs does).
@@ -56,6 +56,12 @@ class MultiHeadAttention(Module):
         rope: rotate Q and K by their positions (``F.rope``) after the projections; self-attention
             only. Needs an even d_head.
         window: with is_causal, query i sees keys i − window + 1 … i only (None: all keys ≤ i).
+        head_dim: the size of a head, d_head (None: d_model // num_heads). Real models may choose
+            it freely: num_heads · head_dim need not be d_model.
+        rope_base: RoPE's base; pair i of a head turns by position · rope_base^(−2i/d_head)
+            (10000 in the RoFormer paper and Llama 2, 500000 in Llama 3).
+        out_bias: whether out_proj has a bias (None: as `bias`). Qwen2 has biases on q, k and v
+            only: bias=True, out_bias=False.
 
     The tensors it makes are named for steps and drawings: Q, K, V (split into heads; RoPE(Q) and
     RoPE(K) after the rotation), the heads' output ``heads``, their concatenation ``concat(heads)``.
@@ -73,12 +79,17 @@ class MultiHeadAttention(Module):
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0,
                  scale: float | None = None, fused: bool = True, n_kv_heads: int | None = None,
-                 rope: bool = False, window: int | None = None):
+                 rope: bool = False, window: int | None = None, head_dim: int | None = None,
+                 rope_base: float = 10000.0, out_bias: bool | None = None):
         check_sizes("MultiHeadAttention", d_model=d_model, num_heads=num_heads)
+        if head_dim is not None:
+            check_sizes("MultiHeadAttention", head_dim=head_dim)
+        if not 0 < rope_base < math.inf:
+            raise ValueError(f"MultiHeadAttention: rope_base must be a finite number > 0, got {rope_base!r}")
         check_probability("MultiHeadAttention", "dropout", dropout)
         if scale is not None and not math.isfinite(scale):
             raise ValueError(f"MultiHeadAttention: scale must be a finite number or None, got {scale!r}")
-        if d_model % num_heads:
+        if head_dim is None and d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model {d_model} is not divisible by "
                              f"num_heads {num_heads}")
         n_kv_heads = num_heads if n_kv_heads is None else n_kv_heads
@@ -88,16 +99,16 @@ class MultiHeadAttention(Module):
                              f"n_kv_heads {n_kv_heads} (each kv head serves a whole group of query heads)")
         if window is not None:
             check_sizes("MultiHeadAttention", window=window)
-        if rope and (d_model // num_heads) % 2:
-            raise ValueError(f"MultiHeadAttention: rope needs an even d_head, got d_model {d_model} / "
-                             f"num_heads {num_heads} = {d_model // num_heads}")
-        self.num_heads, self.n_kv_heads, self.d_head = num_heads, n_kv_heads, d_model // num_heads
+        d_head = d_model // num_heads if head_dim is None else head_dim
+        if rope and d_head % 2:
+            raise ValueError(f"MultiHeadAttention: rope needs an even d_head, got {d_head}")
+        self.d_model, self.num_heads, self.n_kv_heads, self.d_head = d_model, num_heads, n_kv_heads, d_head
         self.dropout, self.scale, self.fused = dropout, scale, fused
-        self.rope, self.window = rope, window
-        self.q_proj = Linear(d_model, d_model, bias)
-        self.k_proj = Linear(d_model, n_kv_heads * self.d_head, bias)
-        self.v_proj = Linear(d_model, n_kv_heads * self.d_head, bias)
-        self.out_proj = Linear(d_model, d_model, bias)
+        self.rope, self.window, self.rope_base = rope, window, rope_base
+        self.q_proj = Linear(d_model, num_heads * d_head, bias)
+        self.k_proj = Linear(d_model, n_kv_heads * d_head, bias)
+        self.v_proj = Linear(d_model, n_kv_heads * d_head, bias)
+        self.out_proj = Linear(num_heads * d_head, d_model, bias if out_bias is None else out_bias)
 
     def _split_heads(self, x: Tensor, heads: int, name: str) -> Tensor:
         """(…, T, heads·Dh) → (…, heads, T, Dh): head h is the h-th contiguous slice of width Dh."""
@@ -109,7 +120,7 @@ class MultiHeadAttention(Module):
     def _rotate(self, x: Tensor, start: int, name: str) -> Tensor:
         """RoPE at the absolute positions start … start + T − 1."""
         positions = xp_for(x.device).arange(start, start + x.shape[-2])
-        rotated = F.rope(x, positions)
+        rotated = F.rope(x, positions, base=self.rope_base)
         rotated.name = name
         return rotated
 
@@ -134,7 +145,7 @@ class MultiHeadAttention(Module):
             The output shaped like `x`, or (output, weights (batch, num_heads, n_q, n_k)), the
             weights (num_heads, n_q, n_k) for unbatched input (before any dropout).
         """
-        d_model = self.num_heads * self.d_head
+        d_model = self.d_model
         if self.rope and context is not None:
             raise ValueError("MultiHeadAttention: rope is for self-attention; got a context")
         if self.window is not None and not is_causal:
@@ -173,7 +184,7 @@ class MultiHeadAttention(Module):
                                                 enable_gqa=self.n_kv_heads != self.num_heads, window=window)
         heads, weights = result if return_weights else (result, None)  # (B, H, Tq, Dh)
         heads.name = "heads"
-        concat_heads = heads.swapaxes(-3, -2).reshape(x.shape)          # (B, Tq, D)
-        concat_heads.name = "concat(heads)"
+        concat_heads = heads.swapaxes(-3, -2).reshape(*x.shape[:-1], self.num_heads * self.d_head)
+        concat_heads.name = "concat(heads)"                             # (B, Tq, H·Dh)
         out = self.out_proj(concat_heads)                               # Concat(heads) W_O (B, Tq, D)
         return (out, weights) if return_weights else out

@@ -1,4 +1,4 @@
-"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout."""
+"""The basic layers: Linear, Embedding, TiedHead, LayerNorm, RMSNorm, Dropout."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ..ops.selection import GetItem
 from ..tensor import Tensor
 from .module import Module, Parameter, check_probability, check_sizes
 
-__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear", "RMSNorm"]
+__all__ = ["Dropout", "Embedding", "LayerNorm", "Linear", "RMSNorm", "TiedHead"]
 
 
 def _uniform(bound: float, *shape: int) -> np.ndarray:
@@ -74,6 +74,34 @@ class Embedding(Module):
         # bounds probe (on the GPU, a second read back to the host). Backward scatters through
         # them, so they are a copy: editing the ids tensor after forward moves no gradient.
         return apply(GetItem, self.weight, index=(ids.data.copy(),))
+
+
+class TiedHead(Module):
+    """logits = x Eᵀ (+ bias): an output layer that reuses a token embedding E (V, D) as its weight.
+
+    Tied input and output embeddings (GPT-2, SmolLM, Press & Wolf 2017): one parameter used twice,
+    so backward adds both uses into E's gradient, and ``parameters()`` yields it once (under the
+    embedding's name). ``weight`` is the embedding's, (V, D): the transpose of a Linear's.
+
+    Example:
+        >>> import tinygrad_attn as ta
+        >>> emb = Embedding(5, 4)
+        >>> head = TiedHead(emb)
+        >>> head(ta.randn(3, 4)).shape, head.weight is emb.weight
+        ((3, 5), True)
+    """
+
+    def __init__(self, embedding: Embedding, bias: bool = False):
+        self.embedding = embedding
+        vocab = embedding.weight.shape[0]
+        self.bias = Parameter(np.zeros(vocab, dtype=get_default_dtype())) if bias else None
+
+    @property
+    def weight(self) -> Tensor:
+        return self.embedding.weight
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.embedding.weight.swapaxes(0, 1), self.bias)  # x Eᵀ (+ b)
 
 
 class LayerNorm(Module):

@@ -7,6 +7,7 @@ than query heads (grouped-query attention), and a sliding attention window.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,27 +16,40 @@ from ..backend import to_device, to_numpy, xp_for
 from ..engine import no_grad
 from ..tensor import Tensor
 from .attention import LayerCache, MultiHeadAttention
-from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
+from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm, TiedHead
 from .module import Module, check_sizes
 
-__all__ = ["MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
+__all__ = ["GELU_FORMS", "MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
            "swiglu_width"]
 
 
-class MLP(Module):
-    """fc2(GELU(fc1(x))): the position-wise feed-forward network."""
+GELU_FORMS = ("tanh", "none")
 
-    def __init__(self, d_model: int, d_ff: int):
+
+class MLP(Module):
+    """fc2(GELU(fc1(x))): the position-wise feed-forward network.
+
+    `approximate` picks GELU's form, as PyTorch's argument does: "tanh" (the default here, GPT-2's
+    gelu_new) ½x(1 + tanh(√(2/π)(x + 0.044715x³))), or "none", the exact ½x(1 + erf(x/√2)).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = True, approximate: str = "tanh"):
         check_sizes("MLP", d_model=d_model, d_ff=d_ff)
-        self.fc1 = Linear(d_model, d_ff)
-        self.fc2 = Linear(d_ff, d_model)
+        _check_choice("MLP", "approximate", approximate, GELU_FORMS)
+        self.approximate = approximate
+        self.fc1 = Linear(d_model, d_ff, bias)
+        self.fc2 = Linear(d_ff, d_model, bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(self.fc1(x).gelu())
+        h = self.fc1(x)
+        if self.approximate == "tanh":
+            return self.fc2(h.gelu())
+        return self.fc2(h * 0.5 * (1 + (h * (1 / math.sqrt(2))).erf()))    # ½h(1 + erf(h/√2))
 
 
 class SwiGLU(Module):
-    """w2(silu(w1(x)) ⊙ w3(x)), no biases: the gated feed-forward network of Llama (Shazeer, 2020).
+    """w2(silu(w1(x)) ⊙ w3(x)), no biases by default: the gated feed-forward network of Llama
+    (Shazeer, 2020).
 
     silu(x W1) is the gate, x W3 the value it lets through; W2 maps back to d_model.
 
@@ -45,11 +59,11 @@ class SwiGLU(Module):
         (2, 3, 8)
     """
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False):
         check_sizes("SwiGLU", d_model=d_model, d_ff=d_ff)
-        self.w1 = Linear(d_model, d_ff, bias=False)
-        self.w2 = Linear(d_ff, d_model, bias=False)
-        self.w3 = Linear(d_model, d_ff, bias=False)
+        self.w1 = Linear(d_model, d_ff, bias)
+        self.w2 = Linear(d_ff, d_model, bias)
+        self.w3 = Linear(d_model, d_ff, bias)
 
     def forward(self, x: Tensor) -> Tensor:
         gate = self.w1(x).silu()                                        # silu(x W1) (…, d_ff)
@@ -88,8 +102,13 @@ class TransformerBlock(Module):
         fused: passed to ``MultiHeadAttention`` (False: attention from primitives, step by step).
         norm: "layer" (LayerNorm) or "rms" (RMSNorm) for ln1 and ln2.
         mlp: "gelu" (``MLP``) or "swiglu" (``SwiGLU``, no biases).
-        n_kv_heads, rope, window: passed to ``MultiHeadAttention`` (grouped-query attention,
-            rotary positions, a sliding window).
+        n_kv_heads, rope, window, head_dim, rope_base: passed to ``MultiHeadAttention``
+            (grouped-query attention, rotary positions, a sliding window, the head size, RoPE's base).
+        attn_bias, attn_out_bias: biases of the attention's q/k/v projections and of its output
+            projection (None: as attn_bias); ``MultiHeadAttention``'s bias and out_bias.
+        mlp_bias: biases in the MLP (None: True for "gelu", False for "swiglu").
+        norm_eps: the norms' eps (None: each norm's default, 1e-5 for LayerNorm, 1e-6 for RMSNorm).
+        gelu_approximate: GELU's form in the "gelu" MLP, "tanh" or "none" (exact, with erf).
 
     Example:
         >>> import tinygrad_attn as ta
@@ -102,15 +121,21 @@ class TransformerBlock(Module):
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
                  fused: bool = True, norm: str = "layer", mlp: str = "gelu", n_kv_heads: int | None = None,
-                 rope: bool = False, window: int | None = None):
+                 rope: bool = False, window: int | None = None, head_dim: int | None = None,
+                 rope_base: float = 10000.0, attn_bias: bool = True, attn_out_bias: bool | None = None,
+                 mlp_bias: bool | None = None, norm_eps: float | None = None, gelu_approximate: str = "tanh"):
         check_sizes("TransformerBlock", d_model=d_model, num_heads=num_heads, d_ff=d_ff)
         _check_choice("TransformerBlock", "norm", norm, NORMS)
         _check_choice("TransformerBlock", "mlp", mlp, MLPS)
-        self.ln1 = NORMS[norm](d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused,
-                                       n_kv_heads=n_kv_heads, rope=rope, window=window)
-        self.ln2 = NORMS[norm](d_model)
-        self.mlp = MLPS[mlp](d_model, d_ff)
+        eps = {} if norm_eps is None else {"eps": norm_eps}
+        self.ln1 = NORMS[norm](d_model, **eps)
+        self.attn = MultiHeadAttention(d_model, num_heads, bias=attn_bias, dropout=dropout, fused=fused,
+                                       n_kv_heads=n_kv_heads, rope=rope, window=window, head_dim=head_dim,
+                                       rope_base=rope_base, out_bias=attn_out_bias)
+        self.ln2 = NORMS[norm](d_model, **eps)
+        mlp_bias = (mlp == "gelu") if mlp_bias is None else mlp_bias
+        self.mlp = MLP(d_model, d_ff, mlp_bias, gelu_approximate) if mlp == "gelu" else \
+            SwiGLU(d_model, d_ff, mlp_bias)
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Any = None, is_causal: bool = False,
@@ -143,6 +168,12 @@ class TinyTransformer(Module):
             embeddings) or "rope" (no table: every block rotates Q and K by their positions).
         n_kv_heads, window: passed to every block's attention (grouped-query attention, a
             sliding window).
+        head_dim, rope_base, attn_bias, attn_out_bias, mlp_bias, norm_eps, gelu_approximate: passed
+            to every block (see ``TransformerBlock``); norm_eps also to ``ln_f``. Real checkpoints
+            need them: Llama has no biases and eps 1e-5, Qwen2 biases on q/k/v only.
+        head_bias: whether the LM head has a bias.
+        tie_embeddings: the LM head reuses the token embedding (``TiedHead``: logits = x Eᵀ), one
+            parameter used twice, as in GPT-2.
 
     The embeddings' sum is named ``X`` and the output ``logits`` in steps and drawings.
 
@@ -158,7 +189,10 @@ class TinyTransformer(Module):
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
                  max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True,
                  norm: str = "layer", mlp: str = "gelu", positions: str = "learned",
-                 n_kv_heads: int | None = None, window: int | None = None):
+                 n_kv_heads: int | None = None, window: int | None = None, head_dim: int | None = None,
+                 rope_base: float = 10000.0, attn_bias: bool = True, attn_out_bias: bool | None = None,
+                 mlp_bias: bool | None = None, norm_eps: float | None = None, gelu_approximate: str = "tanh",
+                 head_bias: bool = True, tie_embeddings: bool = False):
         check_sizes("TinyTransformer", vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
                     max_len=max_len, **({} if d_ff is None else {"d_ff": d_ff}))
         check_sizes("TinyTransformer", minimum=0, num_layers=num_layers)
@@ -170,9 +204,12 @@ class TinyTransformer(Module):
         self.pos_emb = Embedding(max_len, d_model) if positions == "learned" else None
         d_ff = d_ff if d_ff is not None else 4 * d_model if mlp == "gelu" else swiglu_width(d_model)
         self.blocks = [TransformerBlock(d_model, num_heads, d_ff, dropout, fused, norm, mlp, n_kv_heads,
-                                        positions == "rope", window) for _ in range(num_layers)]
-        self.ln_f = NORMS[norm](d_model)
-        self.head = Linear(d_model, vocab_size)
+                                        positions == "rope", window, head_dim, rope_base, attn_bias,
+                                        attn_out_bias, mlp_bias, norm_eps, gelu_approximate)
+                       for _ in range(num_layers)]
+        self.ln_f = NORMS[norm](d_model, **({} if norm_eps is None else {"eps": norm_eps}))
+        self.head = TiedHead(self.tok_emb, head_bias) if tie_embeddings else \
+            Linear(d_model, vocab_size, head_bias)
 
     def forward(self, ids: Any) -> Tensor:
         """Logits (batch, seq, vocab_size) for integer ids (batch, seq); position i sees ids ≤ i."""

@@ -1,0 +1,273 @@
+"""Hugging Face folders loaded and saved, against transformers itself (tiny random models, nothing
+downloaded): logits, loss and every parameter's gradient, greedy tokens, the reverse direction,
+shards, bfloat16, a tokenizer.json, and the refusals of bad folders."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hf_models import KINDS, exact_float64, hf_model, torch_loss  # noqa: E402
+
+import tinygrad_attn as ta  # noqa: E402
+from tinygrad_attn import functional as F  # noqa: E402
+from tinygrad_attn.errors import CheckpointError, ShapeError  # noqa: E402
+from tinygrad_attn.pretrained.names import links  # noqa: E402
+
+
+@pytest.fixture
+def float64():
+    ta.set_default_dtype(np.float64)
+    yield
+    ta.set_default_dtype(np.float32)
+
+
+def ids_for(seed=1, shape=(2, 12)):
+    return np.random.default_rng(seed).integers(0, 61, shape)
+
+
+def our_loss(model, ids):
+    logits = model(ids)
+    flat = logits[:, :-1].reshape(-1, logits.shape[-1])
+    return logits, F.cross_entropy(flat, ids[:, 1:].reshape(-1))
+
+
+def backward_both(theirs, ours, ids):
+    """((logits, loss) of transformers, (logits, loss) of ours) on `ids`, both after backward."""
+    their_logits, their_loss = torch_loss(theirs, ids)
+    their_loss.backward()
+    logits, loss = our_loss(ours, ids)
+    loss.backward()
+    return (their_logits, their_loss), (logits, loss)
+
+
+def their_grads_as_ours(model_type, theirs, ours):
+    """Each of our parameters' gradient as transformers computed it, through the same links."""
+    grads = {n: p.grad.numpy() for n, p in theirs.named_parameters()}
+    if model_type == "gpt2" and "lm_head.weight" not in dict(theirs.named_parameters()):
+        grads.pop("lm_head.weight", None)
+    params = dict(ours.named_parameters())
+    out = {}
+    for link in links(model_type, set(params), len(ours.blocks)):
+        for name, grad in zip(link.ours, link.ours_from(grads[link.theirs])):
+            out[name] = grad
+    assert set(out) == set(params)          # every parameter of ours has its counterpart
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_loaded_model_matches_transformers(kind, tmp_path, monkeypatch, float64):
+    exact_float64(monkeypatch)
+    theirs = hf_model(kind)
+    theirs.save_pretrained(tmp_path)
+    ours, tokenizer = ta.load_pretrained(tmp_path)
+    assert tokenizer is None                # the folder has no tokenizer.json
+    (their_logits, their_loss), (logits, loss) = backward_both(theirs, ours, ids_for())
+    np.testing.assert_allclose(logits.numpy(), their_logits.detach().numpy(), rtol=0, atol=1e-10)
+    assert abs(loss.item() - their_loss.item()) < 1e-10
+    expected = their_grads_as_ours(kind, theirs, ours)
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad, expected[name], rtol=0, atol=1e-10, err_msg=name)
+    prompt = ids_for(2, (1, 6))
+    their_tokens = theirs.generate(torch.tensor(prompt), max_new_tokens=20, do_sample=False)
+    assert ours.generate(prompt, 20).numpy().tolist() == their_tokens.numpy().tolist()
+
+
+def test_options_each_kind_uses(tmp_path, float64):
+    """What each config turned into: the options the tiny models were built to exercise."""
+    seen = {}
+    for kind in KINDS:
+        hf_model(kind).save_pretrained(tmp_path / kind)
+        seen[kind] = ta.load_pretrained(tmp_path / kind)[0]
+    llama = seen["llama"].blocks[0].attn
+    assert (llama.n_kv_heads, llama.d_head, llama.rope_base, seen["llama"].ln_f.eps) == (2, 8, 500000.0, 1e-5)
+    assert llama.d_head * llama.num_heads != llama.d_model
+    assert seen["gpt2"].head.weight is seen["gpt2"].tok_emb.weight          # tied: one parameter
+    assert "head.weight" not in dict(seen["gpt2"].named_parameters())
+    assert seen["mistral"].blocks[1].attn.window == 5
+    qwen = seen["qwen2"].blocks[0].attn
+    assert qwen.q_proj.bias is not None and qwen.out_proj.bias is None and qwen.n_kv_heads == 1
+
+
+def test_float32_within_1e_4(tmp_path, monkeypatch):
+    theirs = hf_model("llama", dtype=torch.float32)
+    theirs.save_pretrained(tmp_path)
+    ours, _ = ta.load_pretrained(tmp_path)
+    assert ours.tok_emb.weight.dtype == np.float32
+    (their_logits, their_loss), (logits, loss) = backward_both(theirs, ours, ids_for())
+    np.testing.assert_allclose(logits.numpy(), their_logits.detach().numpy(), rtol=0, atol=1e-4)
+    expected = their_grads_as_ours("llama", theirs, ours)
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad, expected[name], rtol=0, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_saved_by_us_loads_in_transformers(kind, tmp_path, monkeypatch, float64):
+    exact_float64(monkeypatch)
+    original = hf_model(kind, seed=3)
+    original.save_pretrained(tmp_path / "theirs")
+    ours, _ = ta.load_pretrained(tmp_path / "theirs")
+    ta.save_pretrained(ours, tmp_path / "ours")
+    config = json.loads((tmp_path / "ours" / "config.json").read_text())
+    assert config["model_type"] == kind
+    reloaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "ours", dtype=torch.float64,
+                                                                 attn_implementation="sdpa").eval()
+    ids = ids_for(4)
+    expected = original(torch.tensor(ids)).logits.detach().numpy()
+    their_logits = reloaded(torch.tensor(ids)).logits.detach().numpy()
+    np.testing.assert_allclose(their_logits, expected, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ours(ids).numpy(), expected, rtol=0, atol=1e-10)
+
+
+def test_our_models_of_each_family_save_and_reload(tmp_path, monkeypatch, float64):
+    """Models built here (not loaded) with the options of each family round-trip through transformers."""
+    exact_float64(monkeypatch)
+    ta.manual_seed(0)
+    built = {
+        "llama": ta.nn.TinyTransformer(30, 16, 4, 2, 32, norm="rms", mlp="swiglu", positions="rope",
+                                       n_kv_heads=2, attn_bias=False, head_bias=False, rope_base=500000.0,
+                                       norm_eps=1e-5, tie_embeddings=True),
+        "gpt2": ta.nn.TinyTransformer(30, 16, 4, 2, 32, head_bias=False, gelu_approximate="none"),
+    }
+    for kind, model in built.items():
+        ta.save_pretrained(model, tmp_path / kind)
+        theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / kind, dtype=torch.float64,
+                                                                   attn_implementation="sdpa").eval()
+        ids = np.random.default_rng(5).integers(0, 30, (2, 9))
+        np.testing.assert_allclose(theirs(torch.tensor(ids)).logits.detach().numpy(), model(ids).numpy(),
+                                   rtol=0, atol=1e-10)
+        again, _ = ta.load_pretrained(tmp_path / kind)
+        np.testing.assert_array_equal(again(ids).numpy(), model(ids).numpy())
+
+
+def test_sharded_and_bfloat16_folders(tmp_path, float64):
+    theirs = hf_model("qwen2")
+    theirs.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").exists()
+    assert len(list((tmp_path / "sharded").glob("model-*.safetensors"))) > 2
+    whole, _ = ta.load_pretrained(tmp_path / "sharded")
+    ids = ids_for()
+    expected = theirs(torch.tensor(ids)).logits.detach().numpy()
+    np.testing.assert_allclose(whole(ids).numpy(), expected, rtol=0, atol=1e-6)
+    theirs.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    halved, _ = ta.load_pretrained(tmp_path / "bf16")
+    assert halved.tok_emb.weight.dtype == np.float64
+    # exactly the bfloat16 values, widened
+    np.testing.assert_array_equal(halved.tok_emb.weight.numpy(),
+                                  theirs.model.embed_tokens.weight.detach().to(torch.float64).numpy())
+    np.testing.assert_array_equal(halved.blocks[0].attn.q_proj.weight.numpy(),
+                                  theirs.model.layers[0].self_attn.q_proj.weight.detach().double().numpy().T)
+
+
+def test_tokenizer_json_round_trip(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))                  # GPT-2's kind, with a tiny vocabulary
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(["the cat sat on the mat", "the dog sat on the log"] * 20,
+                            trainers.BpeTrainer(vocab_size=40, special_tokens=["[UNK]"]))
+    from tinygrad_attn.text import HuggingFaceTokenizer
+
+    theirs = hf_model("gpt2", dtype=torch.float32)
+    theirs.save_pretrained(tmp_path)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    model, tokenizer = ta.load_pretrained(tmp_path)
+    assert isinstance(tokenizer, HuggingFaceTokenizer)
+    ids = tokenizer.encode("the cat sat")
+    assert ids == tok.encode("the cat sat").ids and max(ids) < 61
+    assert tokenizer.decode(ids) == tok.decode(ids)
+    assert "".join(tokenizer.tokens(ids)) == "the cat sat"       # Ġ shown as a space
+    ta.save_pretrained(model, tmp_path / "again", tokenizer)
+    assert ta.load_pretrained(tmp_path / "again")[1].encode("the mat") == tok.encode("the mat").ids
+
+
+# ---- refusals ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def folder(tmp_path):
+    hf_model("llama", dtype=torch.float32).save_pretrained(tmp_path)
+    return tmp_path
+
+
+def edit_config(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def rewrite_weights(folder, edit):
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(folder / "model.safetensors")
+    edit(tensors)
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def test_missing_files_are_named(folder, tmp_path):
+    with pytest.raises(CheckpointError, match="no such folder"):
+        ta.load_pretrained(tmp_path / "nowhere")
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="no model.safetensors and no model.safetensors.index.json"):
+        ta.load_pretrained(folder)
+    (folder / "config.json").unlink()
+    with pytest.raises(CheckpointError, match="no config.json"):
+        ta.load_pretrained(folder)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"model_type": "bert"},
+     r"model_type 'bert' is not supported; tinygrad_attn loads gpt2, llama, mistral, qwen2"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "RoPE scaling 'llama3' is not supported"),
+    ({"hidden_act": "gelu"}, r"hidden_act = 'gelu' is not supported for llama"),
+    ({"logit_softcapping": 30.0}, "key logit_softcapping unknown to tinygrad_attn for llama"),
+])
+def test_config_that_changes_the_math_is_refused(folder, changes, message):
+    edit_config(folder, **changes)
+    with pytest.raises(CheckpointError, match=message):
+        ta.load_pretrained(folder)
+
+
+def test_wrong_shape_names_the_tensor(folder):
+    rewrite_weights(folder, lambda t: t.update({"model.norm.weight": np.ones(25, np.float32)}))
+    expected = r"tensor model.norm.weight has shape \(25,\) but the config needs \(24,\)"
+    with pytest.raises(ShapeError, match=expected):
+        ta.load_pretrained(folder)
+
+
+def test_missing_and_leftover_tensors_are_listed(folder):
+    def edit(t):
+        del t["model.layers.1.mlp.up_proj.weight"]
+        t["model.layers.1.mlp.extra.weight"] = np.ones(3, np.float32)
+    rewrite_weights(folder, edit)
+    with pytest.raises(CheckpointError, match=r"missing 1: model.layers.1.mlp.up_proj.weight; left over 1: "
+                                              r"model.layers.1.mlp.extra.weight"):
+        ta.load_pretrained(folder)
+
+
+def test_truncated_and_foreign_files(folder):
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[:-100])
+    with pytest.raises(CheckpointError, match="truncated: tensor .* ends at byte"):
+        ta.load_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(b"PK\x03\x04 a zip, or a pickle" * 4)
+    with pytest.raises(CheckpointError, match="not a safetensors file"):
+        ta.load_pretrained(folder)
+
+
+def test_nan_weights_are_refused(folder):
+    def edit(t):
+        t["model.layers.0.self_attn.k_proj.weight"][1, 2] = np.nan
+    rewrite_weights(folder, edit)
+    with pytest.raises(CheckpointError, match=r"k_proj.weight' holds 1 NaN or infinite values"):
+        ta.load_pretrained(folder)
+
+
+def test_models_without_a_model_type_are_not_saved(tmp_path):
+    mixed = ta.nn.TinyTransformer(10, 8, 2, 1, 8, norm="rms")        # RMSNorm with GELU and positions
+    with pytest.raises(CheckpointError, match="either GPT-2-like"):
+        ta.save_pretrained(mixed, tmp_path)
+    assert not list(tmp_path.iterdir())                              # nothing written
