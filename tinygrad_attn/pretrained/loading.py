@@ -58,8 +58,8 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{folder / 'config.json'}: not JSON ({e})") from None
     options = options_from_config(config)
-    tokenizer = HuggingFaceTokenizer.from_file(folder / "tokenizer.json") if (folder / "tokenizer.json").is_file() \
-        else None
+    has_tokenizer = (folder / "tokenizer.json").is_file()
+    tokenizer = HuggingFaceTokenizer.from_file(folder / "tokenizer.json") if has_tokenizer else None
     entries = list_tensors(folder)
     try:
         model = TinyTransformer(**options)
