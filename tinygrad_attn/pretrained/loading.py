@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..dtypes import get_default_dtype
 from ..errors import CheckpointError, ShapeError
 from ..nn import Parameter, TinyTransformer
-from ..dtypes import get_default_dtype
 from ..text import HuggingFaceTokenizer
 from ..training import load_run
 from .configs import options_from_config
