@@ -189,4 +189,4 @@ def test_step_all_into_a_reader_that_stops_early_ends_quietly():
 def test_the_mlp_header_says_nothing_of_attention(capsys):
     assert cli.main(["step", "--example", "mlp", "--all"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first == "example 'mlp': A two-layer MLP classifying 4 points into 2 classes."
+    assert first == "example 'mlp': A two-layer MLP (3 → 4 → 2, ReLU) classifying 4 points into 2 classes."

@@ -6,6 +6,8 @@ command writes it, and bad input gets a clear error."""
 import html
 import json
 import re
+import shutil
+import subprocess
 from importlib import resources
 
 import numpy as np
@@ -15,7 +17,8 @@ import tinygrad_attn as ta
 from tinygrad_attn.backend import to_numpy
 from tinygrad_attn.commands import cli
 from tinygrad_attn.viz.example_graphs import EXAMPLES
-from tinygrad_attn.viz.explorer import array_json, explore
+from tinygrad_attn.viz.explorer import array_json, explore, step_json
+from tinygrad_attn.viz.stepper import format_number
 
 
 def page_data(page: str) -> dict:
@@ -117,7 +120,7 @@ def test_attention_matrices_carry_token_labels_and_masked_scores():
 def test_array_json_spells_non_finite_numbers_as_strings():
     record = array_json(np.array([[1.5, -np.inf], [np.nan, np.inf]]), "x", None)
     assert record == {"shape": [2, 2], "data": [1.5, "-inf", "nan", "inf"],
-                      "rows": ["0", "1"], "cols": ["0", "1"], "integer": False}
+                      "rows": ["0", "1"], "cols": ["0", "1"], "captions": [], "integer": False}
     assert array_json(None, "x", None) is None
 
 
@@ -169,3 +172,25 @@ def test_masks_and_ids_are_marked_as_integers_so_the_page_shows_no_decimals():
     assert array_json(np.tril(np.ones((2, 2), bool)), "keep", None)["integer"] is True
     assert array_json(np.array([1, 2, 3]), "targets", None)["integer"] is True
     assert array_json(np.ones((2, 2), np.float32), "P", None)["integer"] is False
+
+
+def test_the_page_labels_token_major_arrays_by_token_and_grouped_ones_by_query_head():
+    example = EXAMPLES["llama"](fused=False)
+    steps = [step_json(s) for s in ta.backprop_steps(example.loss, tokens=example.tokens)]
+    merge = next(s for s in steps if s["op"] == "transpose" and s["shape"] == [1, 3, 2, 4])
+    assert merge["grad"]["captions"] == [f"batch 0, token {w!r}" for w in ("the", "cat", "sat")]
+    assert merge["grad"]["rows"] == ["head 0", "head 1"]
+    assert merge["inputs"][0]["grad"]["captions"] == ["batch 0, head 0", "batch 0, head 1"]
+    grouped = next(s for s in steps if s["name"] == "P")
+    assert grouped["grad"]["captions"] == [f"batch 0, kv head 0, query head {h}" for h in (0, 1)]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's JavaScript")
+def test_the_page_prints_numbers_as_the_terminal_does():
+    script = (resources.files("tinygrad_attn.viz") / "explorer_assets" / "explorer.js").read_text()
+    num = re.search(r"^  function num\(v\) \{.*?^  \}$", script, re.M | re.S).group(0)
+    values = [0.1004, -0.0024061, 0.032344, 0.00091234, 3.1234e-05, -3e-05, 12.34567, 1.0, 0.0099999999,
+              0.099996, 0.0, 4.5e-10]
+    run = subprocess.run(["node", "-e", f"{num}\nconsole.log(JSON.stringify({values}.map(num)))"],
+                         capture_output=True, text=True, timeout=60)
+    assert json.loads(run.stdout) == [format_number(v) for v in values]

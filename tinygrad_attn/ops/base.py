@@ -176,6 +176,12 @@ class Op:
         return formulas if len(formulas) == n_inputs else formulas[:1] * n_inputs
 
     @classmethod
+    def formulas_at(cls, ctx: Context, n_inputs: int) -> tuple[str | None, ...]:
+        """The formulas as one call's parameters (on `ctx`) make them: ``formulas_for`` unless an
+        op's formula simplifies for some parameters (cross-entropy without label smoothing)."""
+        return cls.formulas_for(n_inputs)
+
+    @classmethod
     def formula_lines(cls) -> tuple[str, ...]:
         """The formulas of the inputs that take a gradient, in input order: what a table shows."""
         return tuple(f for f in cls.formula.values() if f is not None)

@@ -48,6 +48,13 @@ class CrossEntropy(Op):
              Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean",
                                                "label_smoothing": 0.2}))
 
+    @classmethod
+    def formulas_at(cls, ctx, n_inputs):
+        """Without label smoothing (ε = 0) the target is one_hot(target) itself."""
+        if ctx.smoothing:
+            return cls.formulas_for(n_inputs)
+        return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None)
+
     @staticmethod
     def forward(ctx, logits, targets, *, ignore_index, reduction, label_smoothing=0.0):
         xp = ctx.xp

@@ -53,7 +53,8 @@ class Rope(Op):
              Case((4, 8), np.array([7, 2, 2, 11]), params={"base": 100.0}),
              Case((2, 2, 3, 2), np.arange(10, 13), params={"base": 10.0}))
 
-    insides = (("θ", "θ[t, i] = position_t · base^(−2i/D): the angle of pair (i, i + D/2) in row t"),
+    insides = (("x", "x: the rows before rotation (the op's input; = R(−θ) y)"),
+               ("θ", "θ[t, i] = position_t · base^(−2i/D): the angle of pair (i, i + D/2) in row t"),
                ("y", "y = R(θ) x: the rotated rows (what attention reads)"),
                ("dx", "dx = R(−θ) dy: the gradient rotated back"))
 
@@ -71,7 +72,9 @@ class Rope(Op):
         if not ctx.needs_grad[0]:
             return None, None
         xp, theta = ctx.xp, ctx.saved["theta"]
-        grad_x = rotate(xp, grad, xp.cos(theta), -xp.sin(theta))         # cos, sin: (T, D/2), cheap
-        if ctx.trace is not None:
-            ctx.trace.update({"θ": theta, "y": ctx.saved["y"], "dx": grad_x})
+        cos, sin = xp.cos(theta), xp.sin(theta)                            # (T, D/2), cheap
+        grad_x = rotate(xp, grad, cos, -sin)
+        if ctx.trace is not None:              # x is not saved: rotating y back gives it
+            ctx.trace.update({"x": rotate(xp, ctx.saved["y"], cos, -sin), "θ": theta, "y": ctx.saved["y"],
+                              "dx": grad_x})
         return grad_x, None

@@ -236,7 +236,7 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
         op_id = ids[id(x)]
         if op_id.startswith("t"):
             op_id = f"op{index}"
-            used = zip(x.node.op.formulas_for(len(x.node.parents)), x.node.ctx.needs_grad)
+            used = zip(x.node.op.formulas_at(x.node.ctx, len(x.node.parents)), x.node.ctx.needs_grad)
             formula = "\\n".join(line for f, needed in used if f and needed      # the ones backward runs
                                   for line in textwrap.wrap(f, FORMULA_WIDTH))
             step = f"step {steps[id(x)]} · " if id(x) in steps else ""

@@ -19,6 +19,7 @@ from ..engine import no_grad
 from ..labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
+from .notes import format_number
 
 __all__ = ["AttentionHead", "EXAMPLES", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
            "mlp", "model"]
@@ -75,23 +76,33 @@ class AttentionHead(Module):
 
 
 class TwoLayerMLP(Module):
-    """x → fc2(relu(fc1(x))): the smallest network with a hidden layer."""
+    """x → fc2(relu(fc1(x))): the smallest network with a hidden layer.
+
+    z = x W₁ + b₁ (n, 4); hidden = relu(z); logits = hidden W₂ + b₂ (n, 2).
+    """
 
     def __init__(self, d_in: int = 3, d_hidden: int = 4, d_out: int = 2):
         self.fc1 = Linear(d_in, d_hidden)
         self.fc2 = Linear(d_hidden, d_out)
 
     def forward(self, x: Tensor) -> Tensor:
-        return named(self.fc2(named(self.fc1(x).relu(), "hidden")), "logits")
+        z = named(self.fc1(x), "z")
+        return named(self.fc2(named(z.relu(), "hidden")), "logits")
 
 
 def _matrix(values: np.ndarray, rows: list[str], columns: list[str]) -> str:
-    """A small table of numbers with row and column labels."""
-    width = max(8, *(len(c) + 1 for c in columns))
+    """A small table of numbers with row and column labels, four significant digits each."""
+    cells = [[format_number(float(v)) for v in row] for row in np.atleast_2d(values)]
+    width = max(8, *(len(c) + 2 for c in columns), *(len(c) + 2 for row in cells for c in row))
     pad = max(len(r) for r in rows)
     lines = [" " * pad + "".join(f"{c:>{width}}" for c in columns)]
-    lines += [f"{r:>{pad}}" + "".join(f"{v:>{width}.3f}" for v in row) for r, row in zip(rows, values)]
+    lines += [f"{r:>{pad}}" + "".join(f"{c:>{width}}" for c in row) for r, row in zip(rows, cells)]
     return "\n".join("    " + line for line in lines)
+
+
+def _parameter(name: str, value: np.ndarray, rows: list[str], columns: list[str], what: str) -> str:
+    """'value of fc1.weight (3, 4), rows: …, columns: …' and the matrix (a vector as one row)."""
+    return f"value of {name} {value.shape} ({what}):\n" + _matrix(value, rows, columns)
 
 
 def _probabilities(logits: Tensor) -> np.ndarray:
@@ -113,24 +124,41 @@ def head(fused: bool = True) -> Example:
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: next word):",
         _matrix(probs, list(tokens), list(WORDS)),
         "loss = mean over positions of −log p(target) = ("
-        + " ".join(f"−log {probs[i, t]:.3f}" for i, t in enumerate(targets)) + ") / 3"])
+        + " ".join(f"−log {format_number(probs[i, t])}" for i, t in enumerate(targets)) + ") / 3"])
     return Example(named(F.cross_entropy(logits, targets), "loss"), model, tokens, intro, vocab=WORDS)
 
 
 def mlp(fused: bool = True) -> Example:
-    """A two-layer MLP classifying 4 points into 2 classes."""
+    """A two-layer MLP (3 → 4 → 2, ReLU) classifying 4 points into 2 classes."""
     manual_seed(0)
     model = TwoLayerMLP()
-    x = Tensor([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]])
+    x = named(Tensor([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [-1.0, 1.0, 1.0], [0.0, -0.5, 2.0]]), "x")
     targets = np.array([0, 1, 1, 0])
     logits = model(x)
-    rows = [f"x{i}" for i in range(4)]
+    rows, features = [f"x{i}" for i in range(4)], ["f0", "f1", "f2"]
+    units, classes = [f"h{j}" for j in range(4)], ["class 0", "class 1"]
+    probs = _probabilities(logits)
     intro = "\n".join([
-        "input, value of x (4 points, 3 features each):", _matrix(x.numpy(), rows, ["f0", "f1", "f2"]),
-        f"targets  classes {targets.tolist()}",
-        "predicted probabilities, value of softmax(logits):",
-        _matrix(_probabilities(logits), rows, ["class 0", "class 1"])])
-    return Example(named(F.cross_entropy(logits, targets), "loss"), model, None, intro, has_attention=False)
+        "model: 3 input features → 4 hidden units (ReLU) → 2 class logits",
+        "    z = x · fc1.weight + fc1.bias          (4 points × 4 hidden units)",
+        "    hidden = relu(z)                        (max(z, 0), element by element)",
+        "    logits = hidden · fc2.weight + fc2.bias (4 points × 2 classes)",
+        "    loss = mean over the 4 points of −log softmax(logits)[target]   (cross-entropy)",
+        "input, value of x (4 points, 3 features each):", _matrix(x.numpy(), rows, features),
+        f"targets  classes {targets.tolist()} (one per point)",
+        "parameters (seed 0), every number the forward pass uses:",
+        _parameter("fc1.weight", model.fc1.weight.numpy(), features, units,
+                   "rows: input features, columns: hidden units"),
+        _parameter("fc1.bias", model.fc1.bias.numpy(), [""], units, "one per hidden unit"),
+        _parameter("fc2.weight", model.fc2.weight.numpy(), units, classes,
+                   "rows: hidden units, columns: classes"),
+        _parameter("fc2.bias", model.fc2.bias.numpy(), [""], classes, "one per class"),
+        "predicted probabilities, value of softmax(logits) (rows: points, columns: classes):",
+        _matrix(probs, rows, classes),
+        "loss = mean over points of −log p(target) = ("
+        + " ".join(f"−log {format_number(probs[i, t])}" for i, t in enumerate(targets)) + ") / 4"])
+    loss = F.cross_entropy(logits, named(Tensor(targets), "targets"))
+    return Example(named(loss, "loss"), model, None, intro, has_attention=False)
 
 
 def mha(fused: bool = True) -> Example:
@@ -182,6 +210,10 @@ def llama(fused: bool = True) -> Example:
         f"targets  {' '.join(WORDS[t] for t in targets[0])}   (the next word after each position)",
         "model: token embeddings (no position table), then x + attn(rms_norm(x)) with RoPE on Q and K and "
         "query heads 0 and 1 both reading kv head 0, then x + swiglu(rms_norm(x)), rms_norm, linear head",
+        _parameter("tok_emb.weight", net.tok_emb.weight.numpy(), list(WORDS), [str(j) for j in range(8)],
+                   "the token embeddings: row w is word w's vector, X picks rows 0, 1, 2"),
+        _parameter("head.bias", net.head.bias.numpy(), [""], list(WORDS),
+                   "added to every row of ln_f's output · head.weight (step 1 prints both)"),
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: next word):",
         _matrix(_probabilities(logits), list(tokens), list(WORDS))])
     return Example(named(F.cross_entropy(logits, targets), "loss"), net, tokens, intro)

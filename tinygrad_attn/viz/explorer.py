@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from .collected import CollectedGraph, ancestors, collect
 from .dot import emit
 from .image import layout, write_file
-from .stepper import Step, axis_labels, backprop_steps, param_text
+from .stepper import Step, axis_labels, backprop_steps, lead_label, param_text
 
 __all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "graph_svg",
            "graph_views", "step_json"]
@@ -38,27 +38,33 @@ NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
 
 
 def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
-               vocab: tuple[str, ...] | None = None) -> dict[str, Any] | None:
-    """An array as {shape, data (flat, row-major), rows, cols}; ±inf and nan become strings
-    ("inf", "-inf", "nan") since JSON has no such numbers. None stays None."""
+               vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None
+               ) -> dict[str, Any] | None:
+    """An array as {shape, data (flat, row-major), rows, cols, captions (one per matrix: 'batch 0,
+    head 1', as the stepper labels them, `axes` saying a 4-D array's layout)}; ±inf and nan
+    become strings ("inf", "-inf", "nan") since JSON has no such numbers. None stays None."""
     if array is None:
         return None
     values = to_numpy(array).astype(np.float64)
     data = [v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
             for v in values.reshape(-1).tolist()]
-    rows, cols = axis_labels(name, values.shape, tokens, vocab)
+    rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
+    captions = [lead_label(index, values.shape, axes, tokens) for index in np.ndindex(values.shape[:-2])] \
+        if values.ndim > 2 else []
     integer = to_numpy(array).dtype.kind in "biu"          # masks, ids: shown as 1, 0, 3
-    return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols, "integer": integer}
+    return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols, "captions": captions,
+            "integer": integer}
 
 
 def step_json(step: Step) -> dict[str, Any]:
     """What the viewer shows for one step (which node draws it depends on the view: see
     ``graph_views``)."""
-    def array(value: Any, name: str) -> dict[str, Any] | None:
-        return array_json(value, name, step.tokens, step.vocab)
+    def array(value: Any, name: str, axes: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+        return array_json(value, name, step.tokens, step.vocab, axes)
 
-    inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name)}
-              for name, shape, grad in zip(step.input_names, step.input_shapes, step.sent)]
+    out_axes, in_axes = step.layouts()
+    inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name, axes)}
+              for name, shape, grad, axes in zip(step.input_names, step.input_shapes, step.sent, in_axes)]
     labels = step.tensor.node.op.residuals
     shown = {id(inside.array) for inside in step.insides}
     return {
@@ -66,10 +72,11 @@ def step_json(step: Step) -> dict[str, Any]:
         "formula": list(dict.fromkeys(f for f in step.formula if f)),      # *xs: one formula for all
         "module": step.module, "shape": list(step.output_shape),
         "params": [param_text(name, value, step.input_shapes) for name, value in step.params],
-        "saved": [{"label": labels[name], "array": array(value, name)}
+        "saved": [{"label": labels[name], "array": array(value, name, step.saved_axes(value))}
                   for name, value in zip(step.saved, step.saved_values) if id(value) not in shown],
-        "grad": array(step.grad, step.name), "inputs": inputs,
-        "parts": [{"source": source, "grad": array(part, step.name)} for source, part in step.parts],
+        "grad": array(step.grad, step.name, out_axes), "inputs": inputs,
+        "parts": [{"source": source, "grad": array(part, step.name, out_axes)}
+                  for source, part in step.parts],
         "insides": [{"symbol": inside.symbol, "equation": inside.equation, "kind": inside.kind,
                      "array": array(inside.array, inside.symbol)} for inside in step.insides],
         "notes": list(step.notes)}

@@ -16,7 +16,8 @@ from .. import engine
 from ..backend import to_numpy
 from ..labels import scope_name, tensor_label
 
-__all__ = ["Notes", "TINY", "attention_zeros", "format_value", "is_parameter", "shared_kv_heads"]
+__all__ = ["Notes", "TINY", "attention_zeros", "broadcast_matmul_sums", "format_number", "is_parameter",
+           "shared_kv_heads"]
 
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
@@ -65,13 +66,16 @@ class Notes:
                              "masked cells")
             notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None)
         notes += shared_kv_heads(node, inside, event)
+        notes += broadcast_matmul_sums(node, event)
         notes += _key_bias_zero(t, node, event)
         if node.op.name == "getitem" and event.sent[0] is not None:
             notes += _unpicked_zero(node)
         if node.op.name == "relu" and event.sent[0] is not None:
             off = int((to_numpy(node.parents[0].data) <= 0).sum())
+            x = node.parents[0].name or "x"
             if off:
-                notes.append(f"dL/dx is 0 at the {off} position(s) where x ≤ 0: relu's slope is 0 there")
+                notes.append(f"dL/d{x if len(x) == 1 else f'({x})'} is 0 at the {off} position(s) where "
+                             f"{x} ≤ 0: relu's slope is 0 there")
         return tuple(notes), parts if len(parts) > 1 else ()
 
 
@@ -140,15 +144,76 @@ def shared_kv_heads(node: Any, inside: dict[str, np.ndarray], event: engine.Back
         parts = inside[symbol][0, 0, :, 0, :]                           # batch 0, kv head 0, row 0
         column = int(np.abs(parts).sum(axis=0).argmax())
         summed = to_numpy(event.sent[position])[0, 0, 0, 0, column]
-        terms = " + ".join(format_value(v) for v in parts[:, column])
+        terms = " + ".join(format_number(v) for v in parts[:, column])
         notes.append(f"{symbol} of a shared kv head is the sum of its query heads' parts (the inside "
                      f"{symbol} above, one matrix per query head): e.g. kv head 0, row 0, column {column}: "
-                     f"{terms} = {format_value(summed)}")
+                     f"{terms} = {format_number(summed)}")
     return notes
 
 
-def format_value(value: float) -> str:
-    return f"{value:.4f}" if abs(value) >= 5e-5 else f"{value:.0e}"
+def broadcast_matmul_sums(node: Any, event: engine.BackwardEvent) -> list[str]:
+    """A matmul input broadcast over batch axes gets the sum of its parts over them.
+
+    Unfused grouped-query attention multiplies P (B, Hkv, G, T, T) by V (B, Hkv, 1, T, D), and
+    Q by Kᵀ the same way: one kv head serves the G query heads of its group. dB = Aᵀ dC is then
+    one matrix per query head, summed over the group; the formula alone does not say so.
+    """
+    if node.op.name != "matmul":
+        return []
+    grad = to_numpy(event.grad)
+    arrays = [to_numpy(p.data) for p in node.parents]
+    notes = []
+    for position, (parent, sent) in enumerate(zip(node.parents, event.sent)):
+        x = arrays[position]
+        if sent is None or x.ndim < 3 or grad.ndim != x.ndim or x.shape[:-2] == grad.shape[:-2]:
+            continue
+        summed = [axis for axis in range(x.ndim - 2) if x.shape[axis] == 1 and grad.shape[axis] > 1]
+        if len(summed) != 1:
+            continue
+        axis = summed[0]
+        a, b = arrays
+        parts = np.swapaxes(a, -1, -2) @ grad if position == 1 else grad @ np.swapaxes(b, -1, -2)
+        symbol, other = ("dB", "Aᵀ dC") if position == 1 else ("dA", "dC Bᵀ")
+        lead = [0] * (x.ndim - 2)
+        terms = []
+        for g in range(grad.shape[axis]):
+            lead[axis] = g
+            terms.append(parts[tuple(lead)][0])
+        column = int(np.abs(np.array(terms)).sum(axis=0).argmax())
+        total = to_numpy(sent)[(0,) * (x.ndim - 1) + (column,)]
+        heads = x.ndim == 5 and axis == 2               # attention's grouped view
+        group = f"the {grad.shape[axis]} query heads that share kv head 0" if heads \
+            else f"the {grad.shape[axis]} entries of axis {axis}"
+        why = ("one matrix per query head, added over them: a shared kv head's dK and dV are the sums "
+               "of its query heads' parts") if heads else "one matrix per entry, added over them"
+        notes.append(f"{symbol} for {tensor_label(parent)} is a sum: it was broadcast to {group}, so "
+                     f"{other} is {why}. E.g. row 0, column {column}: "
+                     + " + ".join(_term(float(t[column])) for t in terms)
+                     + f" = {format_number(float(total))}")
+    return notes
+
+
+def _term(value: float) -> str:
+    """A number in a written sum: negative ones in parentheses, 0.1 + (−0.2)."""
+    return f"({format_number(value)})" if value < 0 else format_number(value)
+
+
+def format_number(value: float) -> str:
+    """Four significant digits, so that every printed number can be checked to its last digit:
+    0.1004, 0.002406, 0.0003125, 3.142e-05; from 0.1 up, four decimals (1.2346, 12.3457); an exact
+    zero as 0 (a tiny non-zero never looks like 0)."""
+    if value == 0:
+        return "0"
+    if np.isnan(value):
+        return "nan"
+    if np.isinf(value):
+        return "−inf" if value < 0 else "inf"
+    exponent = int(f"{value:.3e}".split("e")[1])     # of the value rounded to 4 digits
+    if exponent >= -1:
+        return f"{value:.4f}"
+    if exponent >= -4:
+        return f"{value:.{3 - exponent}f}"
+    return f"{value:.3e}"
 
 
 def _matrix_name(m: int, count: int) -> str:

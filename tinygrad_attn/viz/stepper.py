@@ -21,10 +21,11 @@ from ..apply import seed_gradient
 from ..backend import to_numpy
 from ..labels import scope_name, tensor_label
 from ..tensor import Tensor
-from .notes import Notes, is_parameter
+from .layout import axis_names
+from .notes import Notes, format_number, is_parameter
 
 __all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",
-           "backprop_steps", "format_array", "format_number", "label", "param_text"]
+           "backprop_steps", "format_array", "format_number", "label", "lead_label", "param_text"]
 
 
 WHOLE = 64          # arrays up to this many elements print whole
@@ -112,6 +113,7 @@ class Step:
             lines.append("  with " + ", ".join(param_text(name, value, self.input_shapes)
                                                for name, value in self.params))
         shown = {id(inside.array): inside.symbol for inside in self.insides}
+        out_axes, in_axes = self.layouts()
         if self.saved:
             labels = self.tensor.node.op.residuals
             lines.append(f"  saved by forward: {', '.join(labels[name] for name in self.saved)}")
@@ -119,19 +121,20 @@ class Step:
                 if id(value) in shown:
                     continue                    # printed below, where backward uses it
                 lines.append(f"  saved: {labels[name]}   [value{_mask_meaning(value)}]")
-                lines += format_array(value, name, self.tokens, vocab=self.vocab)
+                lines += format_array(value, name, self.tokens, vocab=self.vocab, axes=self.saved_axes(value))
         lines.append(f"  gradient arriving, dL/d({self.name}):")
-        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab)
+        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab, axes=out_axes)
         for source, part in self.parts:
             lines.append(f"    part from {source}:")
-            lines += format_array(part, self.name, self.tokens, indent="        ", vocab=self.vocab)
+            lines += format_array(part, self.name, self.tokens, indent="        ", vocab=self.vocab,
+                                  axes=out_axes)
         for inside in self.insides:
             what = f"value of {inside.symbol}" if inside.kind == "value" else \
                 f"gradient dL/d{inside.symbol[1:]}"
             lines.append(f"  inside: {inside.equation}   [{what}]")
             lines += format_array(inside.array, inside.symbol, self.tokens, vocab=self.vocab)
-        inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula)
-        for i, (name, shape, g, formula) in enumerate(inputs):
+        inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula, in_axes)
+        for i, (name, shape, g, formula, axes) in enumerate(inputs):
             if shape is None:
                 continue
             if formula is None:
@@ -146,9 +149,21 @@ class Step:
             else:
                 lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
                 lines.append(f"      formula  {formula}")
-                lines += format_array(g, name, self.tokens, vocab=self.vocab)
+                lines += format_array(g, name, self.tokens, vocab=self.vocab, axes=axes)
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def layouts(self) -> tuple[tuple[str, ...] | None, tuple[tuple[str, ...] | None, ...]]:
+        """The axis names (``layout.axis_names``) of the output and of each input: what the
+        leading axes of a 4-D gradient are, (batch, head) or (batch, token)."""
+        return axis_names(self.tensor), tuple(axis_names(p) for p in self.tensor.node.parents)
+
+    def saved_axes(self, value: Any) -> tuple[str, ...] | None:
+        """The axis names of a saved array: its input's or the output's when it is their data."""
+        for t in (*self.tensor.node.parents, self.tensor):
+            if t is not None and t.data is value:
+                return axis_names(t)
+        return None
 
 
 def param_text(name: str, value: Any, input_shapes: tuple) -> str:
@@ -156,7 +171,8 @@ def param_text(name: str, value: Any, input_shapes: tuple) -> str:
     if isinstance(value, float):
         d_k = input_shapes[0][-1] if input_shapes and input_shapes[0] else None
         why = f" (1/√d_k, d_k = {d_k})" if name == "scale" and d_k and np.isclose(value, d_k ** -0.5) else ""
-        return f"{name} = {format_number(value)}{why}"
+        shown = f"{value:g}" if value.is_integer() and abs(value) < 1e15 else format_number(value)
+        return f"{name} = {shown}{why}"
     return f"{name} = {value}"
 
 
@@ -165,23 +181,16 @@ def _mask_meaning(value: Any) -> str:
     return "; 1 = takes part, 0 = masked" if getattr(value, "dtype", None) == np.bool_ else ""
 
 
-def format_number(value: float) -> str:
-    """Four decimals; an exact zero as 0, a tiny non-zero in e-notation (so it is not taken for 0)."""
-    if value == 0:
-        return "0"
-    if np.isnan(value):
-        return "nan"
-    if np.isinf(value):
-        return "−inf" if value < 0 else "inf"
-    return f"{value:.0e}" if abs(value) < 5e-5 else f"{value:.4f}"
-
-
 def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | None,
-                vocab: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+                vocab: tuple[str, ...] | None = None,
+                axes: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
     """Row and column labels of the last two axes: tokens where they index the sequence, the
-    vocabulary's words where they index the next word (logits)."""
+    vocabulary's words where they index the next word (logits), 'head h' where `axes` (the
+    array's axis names, ``layout.axis_names``) say the rows are heads."""
     rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1] if shape else 1)
     row_labels, col_labels = [str(i) for i in range(rows)], [str(j) for j in range(cols)]
+    if axes is not None and axes[-2] == "head":
+        return [f"head {h}" for h in range(rows)], col_labels
     if vocab is not None and name in VOCABULARY_MATRICES and cols == len(vocab):
         col_labels = list(vocab)
     if tokens is None:
@@ -199,9 +208,10 @@ def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | Non
 
 
 def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ",
-                 vocab: tuple[str, ...] | None = None) -> list[str]:
+                 vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None) -> list[str]:
     """Lines showing `array`: whole (as labelled matrices, one per leading index) up to 64
-    elements, else its shape, norm, range and first values."""
+    elements, else its shape, norm, range and first values. `axes` names a 4-D array's axes
+    (``layout.axis_names``): (batch, head, …) or (batch, token, …)."""
     if array is None:
         return [indent + "—"]
     original = to_numpy(array)
@@ -217,13 +227,13 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
                 f"first: {flat}, …"]
     if values.ndim == 0:
         return [indent + show(float(values))]
-    rows, cols = axis_labels(name, values.shape, tokens, vocab)
+    rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
     matrices = values.reshape((-1,) + values.shape[-2:]) if values.ndim >= 2 else values[None, None]
     lead = list(np.ndindex(values.shape[:-2])) if values.ndim > 2 else [()]
     lines: list[str] = []
     for index, matrix in zip(lead, matrices):
         if index:
-            lines.append(f"{indent}[{_lead_label(index, values.shape)}]")
+            lines.append(f"{indent}[{lead_label(index, values.shape, axes, tokens)}]")
         cells = [[show(v) for v in row] for row in matrix]
         width = max(len(c) for row in cells + [cols] for c in row) + 2
         pad = max(len(r) for r in rows) if values.ndim >= 2 else 0
@@ -233,18 +243,23 @@ def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: 
     return lines
 
 
-def _lead_label(index: tuple[int, ...], shape: tuple[int, ...]) -> str:
-    """'batch 0, head 1' for (B, H, rows, cols) arrays; 'batch 0, kv head 0, query head 1' for
-    grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g), 'batch 0, kv head 0'
-    for a key or value (B, Hkv, 1, rows, cols) that its group shares; else the indices."""
+def lead_label(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, ...] | None = None,
+               tokens: tuple[str, ...] | None = None) -> str:
+    """'batch 0, head 1' for (B, H, rows, cols) arrays, 'batch 0, token 'cat'' for token-major
+    (B, T, H, D) ones (`axes` from ``layout.axis_names`` says which); 'batch 0, kv head 0, query
+    head 1' for grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g),
+    'batch 0, kv head 0' for a key or value (B, Hkv, 1, rows, cols) that its group shares; else
+    the indices."""
     if len(shape) == 5:
         batch, kv_head, member = index
         shared = "" if shape[2] == 1 else f", query head {kv_head * shape[2] + member}"
         return f"batch {batch}, kv head {kv_head}{shared}"
-    names = ("batch", "head") if len(shape) == 4 else ("batch",) if len(shape) == 3 else ()
-    if len(names) == len(index):
-        return ", ".join(f"{n} {i}" for n, i in zip(names, index))
-    return ", ".join(str(i) for i in index)
+    names = axes[:2] if axes is not None and len(shape) == 4 else \
+        ("batch", "head") if len(shape) == 4 else ("batch",) if len(shape) == 3 else ()
+    if len(names) != len(index):
+        return ", ".join(str(i) for i in index)
+    return ", ".join(f"token {tokens[i]!r}" if n == "token" and tokens is not None and len(tokens) == size
+                     else f"{n} {i}" for n, i, size in zip(names, index, shape))
 
 
 def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None,
@@ -273,7 +288,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
         step_notes, parts = notes.explain(index, event, insides, tokens)
         yield Step(
             index=index, op=node.op.name, name=label(event.tensor, order),
-            formula=node.op.formulas_for(len(node.parents)),
+            formula=node.op.formulas_at(node.ctx, len(node.parents)),
             module=scope_name(node.scope), output_shape=event.tensor.shape,
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),

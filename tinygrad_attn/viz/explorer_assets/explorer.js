@@ -77,8 +77,10 @@
     if (v === "inf") return "∞";
     if (v === "nan") return "nan";
     if (v === 0) return "0";
-    if (Math.abs(v) < 5e-5) return v.toExponential(0).replace(/e([+-])(\d)$/, "e$10$2");
-    return v.toFixed(4);
+    const exponent = Number(v.toExponential(3).split("e")[1]);   // of v rounded to 4 digits
+    if (exponent >= -1) return v.toFixed(4);
+    if (exponent >= -4) return v.toFixed(3 - exponent);
+    return v.toExponential(3).replace(/e([+-])(\d)$/, "e$10$2");
   }
   function esc(text) {
     return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
@@ -90,11 +92,6 @@
     const mix = (c) => Math.round(255 + (c - 255) * t * 0.85);
     return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
   }
-  function leadLabel(index, ndim) {
-    const names = ndim === 4 ? ["batch", "head"] : ndim === 3 ? ["batch"] : [];
-    return index.map((i, k) => (names[k] ? `${names[k]} ${i}` : String(i))).join(", ");
-  }
-
   // A labelled heatmap of an array: one table per leading index (batch, head); `masked` marks
   // flat positions whose key is hidden by the mask (S = −∞ there).
   let integerCells = false;      // the array being drawn holds integers (a mask, ids): no decimals
@@ -111,12 +108,7 @@
     const lead = shape.slice(0, -2);
     let out = "";
     for (let m = 0; m < count; m++) {
-      let caption = "";
-      if (lead.length) {
-        const index = []; let rest = m;
-        for (let k = lead.length - 1; k >= 0; k--) { index.unshift(rest % lead[k]); rest = Math.floor(rest / lead[k]); }
-        caption = leadLabel(index, shape.length);
-      }
+      const caption = lead.length ? arr.captions[m] : "";   // 'batch 0, head 1', 'batch 0, token 'cat''
       const rowLabels = shape.length >= 2 ? arr.rows : [""];
       out += table(rowLabels, arr.cols, masked, m * per, data, rows, cols, scale, caption);
     }
