@@ -126,3 +126,44 @@ def test_the_attention_plot_of_add_names_the_sum_it_shows(tmp_path, monkeypatch)
     a, b = (sum(d * 10**i for i, d in enumerate(digits[k:k + 3])) for k in (0, 3))
     assert add.endswith(f"on held-out '{shown}' ({a} + {b} = {a + b})"), add
     assert copy.endswith("'"), copy                         # copy's tokens read as they are
+
+
+@pytest.mark.parametrize("edit", [{"num_heads": 8}, {"num_heads": 1}, {"num_heads": 4}, {"d_model": 32},
+                                  {"num_layers": 2}, {"arch": "llama"}])
+def test_a_checkpoint_whose_config_was_edited_after_saving_is_refused(tmp_path, capsys, edit):
+    """num_heads changes no weight's shape, so its edit loaded silently: the logits saved with the
+    weights show the config does not rebuild the model."""
+    run = tmp_path / "run"
+    assert cli.main(["train", "sort", "--steps", "3", *SMALL, "--out", str(run)]) == 0
+    assert cli.main(["sample", str(run / "checkpoint.npz"), "3 1 2"]) == 0
+    capsys.readouterr()
+    arrays, meta = checkpoint.load(run / "checkpoint.npz")
+    meta.pop("format")
+    checkpoint.save(tmp_path / "edited.npz", arrays, {**meta, "config": {**meta["config"], **edit}})
+    assert cli.main(["sample", str(tmp_path / "edited.npz"), "3 1 2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path}/edited.npz: ") and err.count("\n") == 1
+    if "num_heads" in edit:
+        assert (f"its config (d_model=16, num_heads={edit['num_heads']}, num_layers=1, arch='default') does "
+                "not rebuild the model it saved: with its weights that model gives other logits than it "
+                "did when saved (they differ by up to ") in err
+        assert err.endswith("); the config was edited or the file is damaged\n")
+    assert cli.main(["train", "sort", "--steps", "4", "--resume", str(tmp_path / "edited.npz"),
+                     "--out", str(tmp_path / "more")]) == 2
+    assert capsys.readouterr().err == err
+
+
+def test_sample_takes_a_run_folder_as_resume_does(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli.main(["train", "sort", "--steps", "2", *SMALL, "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert cli.main(["sample", str(run / "checkpoint.npz"), "3 1 2"]) == 0
+    from_file = capsys.readouterr().out
+    assert cli.main(["sample", str(run), "3 1 2"]) == 0
+    assert capsys.readouterr().out == from_file and from_file.startswith("3 1 2 |  →  ")
+    (tmp_path / "empty").mkdir()
+    empty = str(tmp_path / "empty")
+    for command in (["sample", empty, "3 1 2"], ["train", "sort", "--resume", empty]):
+        assert cli.main(command) == 2
+        assert capsys.readouterr().err == (f"error: {tmp_path}/empty is a folder without a checkpoint.npz: "
+                                           "name a checkpoint file, or the folder of a run that saved one\n")

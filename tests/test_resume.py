@@ -242,3 +242,30 @@ def test_processes_racing_for_a_folder_with_a_stale_lock_leave_it_to_exactly_one
         refusals = [o for o in outcomes if o is not True]
         assert all(o.startswith(f"{out} is in use by another run (process ") for o in refusals), refusals
         assert not (out / "lock").exists()
+
+
+def _open_run_folder(path, start, held, errors):
+    """One of several threads: wait for the others, then open `path` making its parent."""
+    from tinygrad_attn.training.run_folder import RunFolder
+
+    start.wait(10)
+    try:
+        with RunFolder(path, make_parent=True) as folder:
+            held.append(folder.path.name)
+    except Exception as error:       # noqa: BLE001 - collected for the assertion
+        errors.append(error)
+
+
+def test_runs_making_the_default_parent_folder_at_once_all_get_their_folders(tmp_path):
+    """Eight threads opening runs/t0 … runs/t7 with make_parent: making runs/ raced ("File exists")."""
+    import threading
+
+    for trial in range(10):
+        parent, start, held, errors = tmp_path / f"runs{trial}", threading.Barrier(8), [], []
+        threads = [threading.Thread(target=_open_run_folder, args=(parent / f"t{i}", start, held, errors))
+                   for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == [] and sorted(held) == [f"t{i}" for i in range(8)]

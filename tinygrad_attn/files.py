@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -24,7 +26,10 @@ from typing import BinaryIO
 
 from .errors import SaveError
 
-__all__ = ["save_error", "write_atomically"]
+_TMP = ".tmp"                               # a file being written: .NAME.<32 hex digits>.tmp
+_HEX = re.compile("[0-9a-f]{32}")
+
+__all__ = ["remove_leftover_temporaries", "save_error", "write_atomically"]
 
 
 def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryIO], None],
@@ -41,7 +46,7 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
     path = Path(path)
     exact = isinstance(content, bytes)
     size = len(content) if exact else size
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{_TMP}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as error:
@@ -61,6 +66,19 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
             raise save_error(path, error, size, exact) from None
         raise
     return path
+
+
+def remove_leftover_temporaries(folder: Path, names: tuple[str, ...]) -> list[Path]:
+    """Remove the temporary files that writes of `names` in `folder` left behind (a process
+    killed mid-write cannot remove its own); returns them. Call it only while no other process
+    can be writing there (a run folder's lock held)."""
+    removed = []
+    for name in names:
+        for tmp in folder.glob(f".{glob.escape(name)}.*{_TMP}"):
+            if _HEX.fullmatch(tmp.name[len(name) + 2:-len(_TMP)]):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+    return removed
 
 
 def save_error(path: Path, error: OSError, size: int | None, exact: bool = False) -> SaveError:

@@ -2,7 +2,8 @@
 
 Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
 its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
-its default. Output piped into a reader that stops early (``| head``) ends quietly.
+its default. Output piped into a reader that stops early (``| head``) ends quietly, and so does
+Ctrl-C that no command handles (while the commands' modules load).
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
     try:
+        parser = build_parser()         # imports every command's module
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
         return args.run(args)
     except BrokenPipeError:     # `| head` stopped reading: end quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush
         return 0
+    except KeyboardInterrupt:   # Ctrl-C that no command caught (while importing): a line, no traceback
+        print("interrupted", file=sys.stderr)
+        return 130

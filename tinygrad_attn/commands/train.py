@@ -36,7 +36,9 @@ from ..training import (
     run_contents,
     train,
 )
+from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
+from ..training.saved_run import checkpoint_file, saved_step
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
 
 __all__ = ["add_parser", "flag", "run"]
@@ -62,13 +64,30 @@ def _fail(message: str, code: int = 2) -> int:
 def run(args: argparse.Namespace) -> int:
     """Train as the flags say. Exit code 0 when done (or stopped by ``--stop-after``), 2 for a bad
     flag, folder or checkpoint, 1 when training diverged, ran out of memory or a file could not
-    be written, 130 on Ctrl-C. (``train`` sets the process's malloc to keep freed memory for the
-    next step's arrays: ``host_memory.keep_freed_memory``.)"""
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print("interrupted before training started; nothing was saved", file=sys.stderr)
-        return 130
+    be written, 130 on Ctrl-C, 128 + the signal's number on SIGTERM or SIGHUP (handled as Ctrl-C:
+    the last completed step is saved). (``train`` sets the process's malloc to keep freed memory
+    for the next step's arrays: ``host_memory.keep_freed_memory``.)"""
+    with termination_as_interrupt():
+        try:
+            return _run(args)
+        except KeyboardInterrupt as stop:       # before the output folder was taken: nothing written
+            print(f"{_stopped(stop)} before training started; nothing was written", file=sys.stderr)
+            return _exit_code(stop)
+
+
+def _stopped(stop: KeyboardInterrupt) -> str:
+    return f"terminated by {stop}" if isinstance(stop, Terminated) else "interrupted"
+
+
+def _exit_code(stop: KeyboardInterrupt) -> int:
+    """130 for Ctrl-C (SIGINT is 2), 128 + the signal's number for the others, as shells report."""
+    return 128 + stop.signum if isinstance(stop, Terminated) else 130
+
+
+def _on_disk(path: Path) -> str:
+    """What checkpoint `path` holds now, read from the disk, for a message."""
+    step = saved_step(path)
+    return f"{path} holds step {step}" if step is not None else "nothing was saved"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -78,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         _check_saving_flags(args)
         overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
                      if getattr(args, f.name) is not None}
-        source = _checkpoint_file(args.resume) if args.resume else None
+        source = checkpoint_file(args.resume) if args.resume else None
         if source is not None:
             model, state, config = _continue_run(source, task, overrides)
         else:
@@ -87,10 +106,16 @@ def _run(args: argparse.Namespace) -> int:
             xp_for(config.device)
         held_out = task.held_out(config.eval_size)
         with _output_folder(args, task, source) as folder:
-            if source is None:
-                model = make_model(task, config)
-                state = TrainState.fresh(model, config)
-            return _train_and_report(args, task, config, model, state, held_out, folder)
+            try:
+                if source is None:
+                    model = make_model(task, config)
+                    state = TrainState.fresh(model, config)
+                return _train_and_report(args, task, config, model, state, held_out, folder)
+            except KeyboardInterrupt as stop:   # one more while handling the first (saving, reporting)
+                resume = f"; resume with: tinygrad-attn train {task.name} --resume {folder.path}" \
+                    if saved_step(folder.checkpoint) is not None else ""
+                print(f"{_stopped(stop)}; {_on_disk(folder.checkpoint)}{resume}", file=sys.stderr)
+                return _exit_code(stop)
     except (CheckpointError, DeviceError, ValueError) as e:
         return _fail(str(e))
     except MemoryError as e:
@@ -113,12 +138,6 @@ def _check_saving_flags(args: argparse.Namespace) -> None:
         raise ValueError(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
     if args.out is not None and not args.out.strip():
         raise ValueError("--out is empty: name a folder, or leave --out out to write to runs/TASK")
-
-
-def _checkpoint_file(resume: str) -> Path:
-    """``--resume`` names a checkpoint file or the run folder holding one."""
-    path = Path(resume)
-    return path / "checkpoint.npz" if path.is_dir() else path
 
 
 def _continue_run(source: Path, task: Task, overrides: dict[str, object]
@@ -160,21 +179,28 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
     if state.step < config.steps:
         print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
         return 0
-    kept = f"the trained model (step {state.step}) is saved in {folder.checkpoint}"
     try:
         _evaluate(task, config, model, state, held_out, folder.path, seconds)
-    except KeyboardInterrupt:
-        print(f"interrupted during evaluation; {kept}; evaluate it with: {resume_hint}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        print(f"{_stopped(stop)} during evaluation; {_kept(folder.checkpoint)}; evaluate it with: "
+              f"{resume_hint}", file=sys.stderr)
+        return _exit_code(stop)
     except SaveError as e:
-        return _fail(f"{e}; {kept}; evaluate it again with: {resume_hint}", code=1)
+        return _fail(f"{e}; {_kept(folder.checkpoint)}; evaluate it again with: {resume_hint}", code=1)
     except MemoryError as e:
         fewer = max(1, len(held_out) // 4)
         return _fail(f"out of memory while evaluating on {len(held_out)} held-out prompts "
-                     f"({e or 'MemoryError'}); {kept}; evaluate it with fewer: {resume_hint} "
+                     f"({e or 'MemoryError'}); {_kept(folder.checkpoint)}; evaluate it with fewer: "
+                     f"{resume_hint} "
                      f"--eval-size {fewer}",
                      code=1)
     return 0
+
+
+def _kept(path: Path) -> str:
+    """The trained model's checkpoint as the disk has it, for a message after training."""
+    step = saved_step(path)
+    return f"the trained model (step {step}) is saved in {path}" if step is not None else _on_disk(path)
 
 
 # A state is kept as a checkpoint once the step after it trained from it sanely: a finite loss
@@ -195,7 +221,6 @@ class _Checkpoints:
                  task: Task, save_every: int):
         self.path, self.model, self.state, self.config, self.task = path, model, state, config, task
         self.save_every = save_every
-        self.saved_step = state.step if path.exists() else None    # the step the file holds
         self.pending: tuple[int, dict, dict] | None = None
 
     def after_step(self, step: int) -> None:
@@ -203,24 +228,23 @@ class _Checkpoints:
             kept_step, arrays, meta = self.pending
             self.pending = None
             if kept_step == step - 1 and self.state.history.loss[-1] <= _SANE_LOSS:
-                self._write(arrays, meta, kept_step)
+                checkpoint.save(self.path, arrays, meta)
         if self.save_every and step % self.save_every == 0 and _is_finite(self.model):
             self.pending = (step, *run_contents(self.model, self.state, self.config, self.task))
 
     def save_now(self) -> None:
         """Write the current state (at the end, or when interrupted between steps)."""
         self.pending = None
-        self._write(*run_contents(self.model, self.state, self.config, self.task), self.state.step)
+        checkpoint.save(self.path, *run_contents(self.model, self.state, self.config, self.task))
 
-    def _write(self, arrays: dict, meta: dict, step: int) -> None:
-        checkpoint.save(self.path, arrays, meta)
-        self.saved_step = step
+    @property
+    def saved_step(self) -> int | None:
+        """The step the file holds, read from the disk (None: no checkpoint there)."""
+        return saved_step(self.path)
 
     def kept(self) -> str:
         """What the file holds, for a message."""
-        if self.saved_step is None:
-            return "nothing was saved"
-        return f"{self.path} holds step {self.saved_step}"
+        return _on_disk(self.path)
 
 
 def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
@@ -248,21 +272,20 @@ def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, mod
             with bar:
                 train(model, task, config, on_step=on_step, state=state, stop_after=args.stop_after)
         except InterruptedMidStep:
-            kept = f"{saves.path} (step {saves.saved_step}) is kept" if saves.saved_step is not None \
-                else "nothing was saved"
-            print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {kept}",
+            print(f"interrupted twice: stopped inside step {state.step + 1} without saving; {saves.kept()}",
                   file=sys.stderr)
             return 130
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             try:
                 saves.save_now()
             except SaveError as e:
-                print(f"interrupted after step {state.step}; could not save it: {e}; {saves.kept()}",
+                print(f"{_stopped(stop)} after step {state.step}; could not save it: {e}; {saves.kept()}",
                       file=sys.stderr)
-                return 130
-            print(f"interrupted after step {state.step}; saved it; resume with: {resume_hint}",
+                return _exit_code(stop)
+            saved = "saved it" if saves.saved_step == state.step else saves.kept()
+            print(f"{_stopped(stop)} after step {state.step}; {saved}; resume with: {resume_hint}",
                   file=sys.stderr)
-            return 130
+            return _exit_code(stop)
         except DivergedError as e:
             return _fail(f"{e}. {_after_divergence(saves, task, config, folder, resume_hint)}", code=1)
         except StepOutOfMemory as e:
@@ -282,16 +305,17 @@ def _after_divergence(saves: _Checkpoints, task: Task, config: TrainConfig, fold
                       resume_hint: str) -> str:
     """What a diverged run kept, and the run to try next with a lower learning rate."""
     lower = min(config.lr / 10, TrainConfig.lr)
-    if saves.saved_step is not None and saves.saved_step < saves.state.step:
-        return (f"{saves.path} holds step {saves.saved_step}, the last state that trained sanely; "
+    saved = saves.saved_step
+    if saved is not None and saved < saves.state.step:
+        return (f"{saves.path} holds step {saved}, the last state that trained sanely; "
                 f"resume from it with a lower learning rate, e.g. {resume_hint} --lr {lower:g}")
-    if saves.saved_step is not None:
-        what = (f"{saves.path} holds step {saves.saved_step}, whose weights gave that loss, so resuming "
+    if saved is not None:
+        what = (f"{saves.path} holds step {saved}, whose weights gave that loss, so resuming "
                 "cannot help")
     else:
         what = "no state of this run trained sanely, so none was kept"
     again = f"tinygrad-attn train {task.name} --out {folder.path} --lr {lower:g}" + \
-        (" --overwrite" if saves.saved_step is not None else "")
+        (" --overwrite" if saved is not None else "")
     return f"{what}; start afresh with a lower learning rate, e.g. {again}"
 
 

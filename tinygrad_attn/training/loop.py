@@ -123,9 +123,10 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
             repeats it: the train command keeps an earlier checkpoint instead).
         StepOutOfMemory: a step ran out of memory before changing anything; `state` is that of the
             last completed step.
-        KeyboardInterrupt: Ctrl-C; it takes effect after the running step (and its ``on_step``),
-            so `state` is that of a completed step. InterruptedMidStep (a KeyboardInterrupt) if
-            Ctrl-C is pressed twice within one step; then `state` may be half-updated.
+        KeyboardInterrupt: Ctrl-C (or ``Terminated``: SIGTERM or SIGHUP inside
+            ``termination_as_interrupt``); it takes effect after the running step (and its
+            ``on_step``), so `state` is that of a completed step. InterruptedMidStep (a
+            KeyboardInterrupt) if a second one comes within one step; then `state` may be half-updated.
     """
     task = get_task(task)
     if stop_after is not None and stop_after < 1:
@@ -134,13 +135,12 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
     keep_freed_memory()
     model.train()
     end = config.steps if stop_after is None else min(config.steps, state.step + stop_after)
-    with interrupts_between_steps() as interrupted:
+    with interrupts_between_steps() as stop:
         while state.step < end:
             _step(model, task, config, state)
             if on_step is not None:
                 on_step(state.step, state.history)
-            if interrupted.is_set():
-                raise KeyboardInterrupt
+            stop.raise_if_asked()
     return state.history
 
 

@@ -1,6 +1,8 @@
 """A training run's output folder: made writable before training, locked while in use, never mixed.
 
-A folder holds one run: its checkpoint.npz, metrics.json and plots. `RunFolder` checks before any
+A folder holds one run: its checkpoint.npz, metrics.json and plots. The temporary files of a
+save cut short (a killed process cannot remove its own) are removed when the folder is taken and
+when it is let go. `RunFolder` checks before any
 training that the folder can be written (its parent exists, no file is in the way, it may be
 written to), refuses a folder that already holds another run unless told to overwrite it (then
 that run's files are removed first, so two runs' files never sit side by side), and holds a lock
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from ..files import remove_leftover_temporaries
 
 try:
     import fcntl
@@ -64,7 +68,7 @@ class RunFolder:
         parent = self.path.parent
         try:
             if self.make_parent and not parent.exists():
-                parent.mkdir()
+                parent.mkdir(exist_ok=True)     # several runs may make it at once
         except OSError as e:
             raise RunFolderError(f"cannot write to {self.path}: {e.strerror or e}") from None
         for folder, what in ((parent, f"{parent} is a file, not a folder"),
@@ -79,6 +83,7 @@ class RunFolder:
         except OSError as e:
             raise RunFolderError(f"cannot write to {self.path}: {e.strerror or e}") from None
         try:
+            remove_leftover_temporaries(self.path, RUN_FILES)   # of a run killed while saving
             self._make_room()
         except BaseException:
             self._unlock()
@@ -86,7 +91,10 @@ class RunFolder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._unlock()
+        try:
+            remove_leftover_temporaries(self.path, RUN_FILES)   # of a save interrupted on the way out
+        finally:
+            self._unlock()
 
     def _lock(self) -> None:
         """Hold the lock file, holding our process id, for as long as the run lasts.

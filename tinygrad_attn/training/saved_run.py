@@ -10,16 +10,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..backend import xp_for
+from ..backend import to_numpy, xp_for
+from ..engine import no_grad
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
+from ..tensor import Tensor
 from . import checkpoint
 from .config import TrainConfig, config_from_dict
 from .loop import History, TrainState, make_model
 from .random_state import restore_rng_states, rng_states
 from .tasks import Task, get_task
 
-__all__ = ["Run", "load_run", "run_contents", "save_run"]
+__all__ = ["CHECKPOINT", "Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
+
+CHECKPOINT = "checkpoint.npz"       # a run folder's checkpoint
+_PROBE = "probe/logits"             # the model's logits on a fixed input when saved (see _probe_logits)
 
 
 class Run(NamedTuple):
@@ -50,17 +55,21 @@ def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
     arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
     arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
                    for k, v in dataclasses.asdict(state.history).items()})
+    arrays[_PROBE] = _probe_logits(model, config.device)
     meta = {"task": task.name, "task_encoding": task.encoding, "config": dataclasses.asdict(config),
             "step": state.step, "rng": rng_states(state)}
     return arrays, meta
 
 
 def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
-    """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on).
+    """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on);
+    `path` is the checkpoint file or the run folder holding it.
 
     Raises:
         CheckpointError: the file is missing, truncated, not a checkpoint, its arrays do not
-            fit the model and optimizer its config describes, it lacks part of the optimizer's
+            fit the model and optimizer its config describes, the model its config builds from
+            those weights does not give the logits saved with them (a config edited after
+            saving: ``num_heads`` changes no weight's shape), it lacks part of the optimizer's
             state, its generators' states cannot be restored, or it was trained on another
             encoding of its task (``Task.encoding``).
         DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
@@ -68,6 +77,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     """
     if device is not None:
         xp_for(device)
+    path = checkpoint_file(path)
     arrays, meta = checkpoint.load(path)
     part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:
@@ -80,6 +90,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
             _check_saved_device(path, config.device)
         model = make_model(task, config)
         model.load_state_dict(part("model/"))
+        _check_config_rebuilds_model(path, model, config, arrays.get(_PROBE))
         state = TrainState.fresh(model, config)
         state.step = int(meta["step"])
         _check_optimizer_state(state, part("optim/"))
@@ -92,6 +103,57 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
         raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
                               f"model or run ({type(e).__name__}: {e})") from None
     return Run(model, state, config, task)
+
+
+def checkpoint_file(path: str | os.PathLike) -> Path:
+    """The checkpoint file `path` names: itself, or the run folder's ``checkpoint.npz``."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / CHECKPOINT).is_file():
+            raise CheckpointError(f"{path} is a folder without a {CHECKPOINT}: name a checkpoint file, "
+                                  f"or the folder of a run that saved one")
+        return path / CHECKPOINT
+    return path
+
+
+def saved_step(path: str | os.PathLike) -> int | None:
+    """The step of the run saved in checkpoint `path` as it is on disk now; None when there is
+    no readable checkpoint there."""
+    try:
+        step = checkpoint.load(path)[1]["step"]
+    except (CheckpointError, KeyError):
+        return None
+    return step if isinstance(step, int) else None
+
+
+def _probe_logits(model: TinyTransformer, device: str) -> np.ndarray:
+    """The model's logits, in evaluation mode, for one fixed sequence of every position (token
+    ids 0, 1, 2, … wrapping around the vocabulary): what its config and weights compute together."""
+    ids = np.arange(model.max_len).reshape(1, -1) % model.vocab_size
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            return to_numpy(model(Tensor(ids, device=device)).data).astype(np.float64)
+    finally:
+        model.train(was_training)
+
+
+def _check_config_rebuilds_model(path: Path, model: TinyTransformer, config: TrainConfig,
+                                 saved: np.ndarray | None) -> None:
+    """CheckpointError unless the model the config built, with the saved weights, computes the
+    logits saved beside them (a checkpoint written before they were saved is not checked)."""
+    if saved is None:
+        return
+    got = _probe_logits(model, config.device)
+    if got.shape == saved.shape and np.allclose(got, saved, rtol=1e-3, atol=1e-4):
+        return
+    gap = f"they differ by up to {np.max(np.abs(got - saved)):.3g}" if got.shape == saved.shape \
+        else f"of shape {got.shape}, not {saved.shape}"
+    raise CheckpointError(f"{path}: its config (d_model={config.d_model}, num_heads={config.num_heads}, "
+                          f"num_layers={config.num_layers}, arch={config.arch!r}) does not rebuild the "
+                          f"model it saved: with its weights that model gives other logits than it "
+                          f"did when saved ({gap}); the config was edited or the file is damaged")
 
 
 def _check_task_encoding(path: str | os.PathLike, task: Task, saved: Any) -> None:
