@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sample", help="print a trained model's answer for an input",
                                    description=__doc__)
-    parser.add_argument("checkpoint", help="a checkpoint.npz written by `tinygrad-attn train`, or its run folder")
+    parser.add_argument("checkpoint", help="a checkpoint.npz written by `tinygrad-attn train`, or its folder")
     parser.add_argument("input", help="digits like \"3 1 2\" (copy, reverse, sort) or \"42 + 199\" (add)")
     parser.add_argument("--device", help="cpu or cuda (default: the device it was trained on)")
     parser.set_defaults(run=run)
