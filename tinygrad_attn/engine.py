@@ -15,6 +15,7 @@ so that a drawing can show it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Iterator
@@ -44,15 +45,19 @@ _grad_mode = ThreadSwitch(default=True)
 # by several threads on shared parameters add every contribution (without it, two threads can
 # read the same old total and one thread's sum overwrites the other's).
 _leaf_grad_lock = threading.Lock()
+_made = itertools.count()       # Node.made: next() on a count is atomic, so threads never share one
 
 
 class Node:
-    """How a tensor was made: the op, its context (residuals), its parents in argument order."""
+    """How a tensor was made: the op, its context (residuals), its parents in argument order, and
+    `made`, a count that orders nodes as they were made (the forward pass's order, which the
+    graph's topological order does not always keep: ``viz.forward`` shows it)."""
 
-    __slots__ = ("op", "ctx", "parents", "scope", "site", "grad", "watched")
+    __slots__ = ("op", "ctx", "parents", "scope", "site", "grad", "watched", "made")
 
     def __init__(self, op: type[Op], ctx: Context, parents: tuple, scope: Any):
         self.op, self.ctx, self.parents = op, ctx, parents
+        self.made = next(_made)
         self.scope = scope      # the innermost module running when it was made (has `.path`)
         self.site = None        # (file, line) of user code, recorded only under detect_anomaly
         self.grad = None        # gradient of this node's output from the latest backward

@@ -1,7 +1,8 @@
 """``tinygrad-attn explore``: write the backprop explorer of an example, one self-contained HTML page.
 
 Open the page in a browser (no network needed): the graph on the left, the current backward
-step on the right; ◀ ▶ or the arrow keys step, a click on an op jumps to its step. Transformer
+step on the right; ◀ ▶ or the arrow keys step, a click on an op jumps to its step (``--forward``:
+the forward pass first, each op with its output's value). Transformer
 blocks, attention and MLPs start folded: a click on a box opens it, "fold ▴" closes it.
 """
 
@@ -20,11 +21,13 @@ def run(args: argparse.Namespace) -> int:
     example = build_example(args)
     try:
         page = explore(example.loss, args.out, tokens=example.tokens, vocab=example.vocab,
-                       title=f"backprop explorer: {args.example} — {EXAMPLES[args.example].__doc__}")
+                       title=f"backprop explorer: {args.example} — {EXAMPLES[args.example].__doc__}",
+                       forward=args.forward)
     except ValueError as error:         # an --out that cannot be written: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {page.path}: {page.steps} backward steps, {len(page.html.encode()) / 1024:.0f} KiB; "
+    ops = f"{page.forward_ops} forward ops, then " if page.forward_ops else ""
+    print(f"wrote {page.path}: {ops}{page.steps} backward steps, {len(page.html.encode()) / 1024:.0f} KiB; "
           "open it in a browser")
     return 0
 
@@ -32,4 +35,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = example_parser(subparsers, "explore", "write the backprop explorer page of an example", __doc__)
     parser.add_argument("--out", default="explorer.html", help="output HTML file (default explorer.html)")
+    parser.add_argument("--forward", action="store_true",
+                        help="walk the forward pass first: each op in the order it ran, with its "
+                             "output's value")
     parser.set_defaults(run=run)

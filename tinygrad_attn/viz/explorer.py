@@ -27,10 +27,12 @@ from ..backend import to_numpy
 from ..tensor import Tensor
 from .collected import CollectedGraph, ancestors, collect
 from .dot import emit
+from .forward import ForwardStep, forward_steps
 from .image import layout, write_file
+from .layout import axis_names
 from .stepper import Step, axis_labels, backprop_steps, lead_label, param_text
 
-__all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "graph_svg",
+__all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "forward_json", "graph_svg",
            "graph_views", "step_json"]
 
 
@@ -82,6 +84,16 @@ def step_json(step: Step) -> dict[str, Any]:
         "notes": list(step.notes)}
 
 
+def forward_json(f: ForwardStep) -> dict[str, Any]:
+    """What the viewer shows for one op of the forward pass."""
+    return {"index": f.index, "backward": f.backward_index, "op": f.op, "name": f.name,
+            "computes": f.computes, "module": f.module, "shape": list(f.tensor.shape),
+            "params": [param_text(name, value, f.input_shapes) for name, value in f.params],
+            "inputs": [{"name": name, "shape": None if shape is None else list(shape)}
+                       for name, shape in zip(f.input_names, f.input_shapes)],
+            "value": array_json(f.value, f.name, f.tokens, f.vocab, axis_names(f.tensor))}
+
+
 def foldable_modules(graph: CollectedGraph) -> list[str]:
     """The modules the explorer folds: every module, but the root, that holds other modules
     (a transformer block, its attention and MLP); modules of single layers stay open."""
@@ -123,17 +135,20 @@ class Explorer:
     Attributes:
         html: the self-contained page. steps: the number of backward steps on it.
         path: where it was written (None if not written).
+        forward_ops: the number of forward ops it walks first (0: no forward phase).
     """
 
     html: str
     steps: int
     path: Path | None = None
+    forward_ops: int = 0
 
     def __repr__(self) -> str:
         """One line: what a text-only front end prints instead of the page."""
         where = f", written to {self.path}" if self.path else ""
         size = len(self.html.encode()) // 1024
-        return f"<backprop explorer: {self.steps} steps, {size} KiB of HTML{where}>"
+        ops = f"{self.forward_ops} forward ops, then " if self.forward_ops else ""
+        return f"<backprop explorer: {ops}{self.steps} steps, {size} KiB of HTML{where}>"
 
     def _repr_html_(self) -> str:
         return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" '
@@ -141,21 +156,25 @@ class Explorer:
 
 
 def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...] | None = None,
-            title: str = "backprop explorer", vocab: tuple[str, ...] | None = None) -> Explorer:
+            title: str = "backprop explorer", vocab: tuple[str, ...] | None = None,
+            forward: bool = False) -> Explorer:
     """Run the backward pass from `loss` step by step and build the explorer page.
 
     The leaves' ``.grad`` are filled as by ``loss.backward()``. `tokens` label sequence
     positions (rows and columns of attention matrices), `vocab` the columns of logits; `path`,
-    when given, is where the page is written (parent folders created).
+    when given, is where the page is written (parent folders created). With `forward` the page
+    walks the forward pass first (``forward_steps``: each op in the order it ran, with its
+    output's value), then the backward pass.
 
     Raises:
         ValueError: `loss` does not require a gradient, or `path` cannot be written (with why).
     """
     if not loss.requires_grad:
         raise ValueError(f"explore: the loss {loss.shape} does not require grad: nothing to backpropagate")
+    ops = [forward_json(f) for f in forward_steps(loss, tokens, vocab)] if forward else []
     steps = list(backprop_steps(loss, tokens=tokens, vocab=vocab))
     views = graph_views(loss, tokens)
-    data = {"title": title, "tokens": list(tokens) if tokens else None,
+    data = {"title": title, "tokens": list(tokens) if tokens else None, "forward": ops,
             "steps": [step_json(step) for step in steps],
             "views": [{"key": view["key"], "open": view["open"], "folds": view["folds"],
                        "nodes": [view["stepNodes"].get(step.index) for step in steps]} for view in views]}
@@ -168,4 +187,4 @@ def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...
     written = None
     if path is not None:
         written = write_file("explore", Path(path), page.encode("utf-8"))     # whole or not at all
-    return Explorer(page, len(steps), written)
+    return Explorer(page, len(steps), written, len(ops))

@@ -25,7 +25,8 @@ from .layout import axis_names
 from .notes import Notes, format_number, is_parameter
 
 __all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",
-           "backprop_steps", "format_array", "format_number", "label", "lead_label", "param_text"]
+           "backprop_steps", "format_array", "format_number", "label", "lead_label", "op_params",
+           "param_text"]
 
 
 WHOLE = 64          # arrays up to this many elements print whole
@@ -295,10 +296,15 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
             parameters=tuple(p.name for p in node.parents if is_parameter(p)),
             saved=tuple(k for k, v in node.ctx.saved.items() if v is not None),
             saved_values=tuple(v for v in node.ctx.saved.values() if v is not None),
-            params=tuple((name, getattr(node.ctx, name)) for name in node.op.param_names()
-                         if isinstance(getattr(node.ctx, name, None), (bool, int, float, str, tuple))),
+            params=op_params(node),
             grad=event.grad, sent=event.sent, insides=insides,
             notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab)
+
+
+def op_params(node: engine.Node) -> tuple[tuple[str, Any], ...]:
+    """The op's keyword parameters that read as text (attention's scale, a sum's axis), by name."""
+    return tuple((name, getattr(node.ctx, name)) for name in node.op.param_names()
+                 if isinstance(getattr(node.ctx, name, None), (bool, int, float, str, tuple)))
 
 
 def label(t: Tensor, order: dict[int, int]) -> str:

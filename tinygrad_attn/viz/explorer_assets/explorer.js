@@ -1,5 +1,7 @@
 // The backprop explorer's viewer. It only shows what Python's backprop_steps produced (the JSON in
-// #explorer-data): no gradient is computed here. One step at a time: the panel shows the op, its
+// #explorer-data): no gradient is computed here. When the page has a forward phase (data.forward,
+// from forward_steps), it comes first: each op in the order it ran, with its output's value.
+// Then one backward step at a time: the panel shows the op, its
 // formula, the gradient arriving, what the op computed inside (attention's S, P, dP, dS, dQ, dK,
 // dV), the gradient sent to each input and the notes; the graph highlights the op and its edges,
 // or the folded module (lavender box) the op sits in. A click on a box shows the picture with that
@@ -9,6 +11,9 @@
   "use strict";
   const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const steps = data.steps;
+  const forward = data.forward || [];      // the forward phase: positions 0 … forward.length − 1
+  const forwardAt = {};                    // backward step → its op's place in the forward phase
+  forward.forEach((f, k) => { forwardAt[f.backward] = k; });
   const panel = document.getElementById("panel");
   const DENSE = 64;       // matrices with more cells are drawn as colours only (numbers on hover)
   window.explorerTimings = [];     // ms from a key press or click to the panel laid out
@@ -50,11 +55,12 @@
       clusters[path] = g;
       if (v.open.includes(path)) g.classList.add("foldable");
     });
-    const stepOfNode = {}, lastStep = {};
+    const stepOfNode = {}, lastStep = {}, lastForward = {};
     v.nodes.forEach((id, i) => {
       if (id === null) return;
       if (!(id in stepOfNode)) stepOfNode[id] = i;
       lastStep[id] = Math.max(i, id in lastStep ? lastStep[id] : -1);
+      if (i in forwardAt) lastForward[id] = Math.max(forwardAt[i], id in lastForward ? lastForward[id] : -1);
     });
     steps.forEach((s, i) => {     // a click on an op's output tensor goes to that op's step too
       if (v.nodes[i] in v.folds) return;
@@ -65,7 +71,7 @@
     });
     Object.keys(stepOfNode).forEach((id) => { if (drawn[id]) drawn[id].classList.add("steppable"); });
     Object.keys(v.folds).forEach((id) => { if (drawn[id]) drawn[id].classList.add("fold"); });
-    return { ...v, element, drawn, edgesInto, edgesOutOf, clusters, stepOfNode, lastStep };
+    return { ...v, element, drawn, edgesInto, edgesOutOf, clusters, stepOfNode, lastStep, lastForward };
   });
   const viewOfKey = {};
   views.forEach((v, k) => { viewOfKey[v.key] = k; });
@@ -190,8 +196,25 @@
     return h;
   }
 
+  // --- one op of the forward pass ----------------------------------------------------------
+  function renderForward(f) {
+    let h = `<h2>forward ${f.index} · <span class="op">${esc(f.op)}</span> → ` +
+      `${esc(f.name)} (${f.shape.join(", ")})</h2>`;
+    if (f.module) h += `<div class="module">inside module <b>${esc(f.module)}</b></div>`;
+    h += `<h3>what the op computes</h3><pre class="formula">${esc(f.computes)}</pre>`;
+    if (f.params.length) h += `<div class="params">with ${f.params.map(esc).join(", ")}</div>`;
+    const inputs = f.inputs.filter((inp) => inp.shape !== null)
+      .map((inp) => `<b>${esc(inp.name)}</b> (${inp.shape.join(", ")})`);
+    h += `<div class="inputs">inputs: ${inputs.join(", ")}</div>`;
+    h += `<h3>value of ${esc(f.name)} ${tag("value")}</h3><div class="forward-value">${heatmap(f.value)}</div>`;
+    h += `<div class="legend">backward step ${f.backward} is this op's step in the backward pass</div>`;
+    return h;
+  }
+
   // --- stepping and folding ------------------------------------------------------------------
-  let current = -1;
+  let current = -1;          // the backward step of the op shown (in the forward phase too)
+  let position = -1;         // place in the walk: the forward ops, then the backward steps
+  const inForward = () => position < forward.length;
   const lit = [];
   // Mark the current step's node in the shown view: its op (with the edges its gradient arrives
   // on, orange, and leaves by, blue) or the folded module around it; earlier steps are visited.
@@ -199,29 +222,45 @@
     lit.forEach(([el, cls]) => el.classList.remove(cls));
     lit.length = 0;
     const light = (el, cls) => { if (el) { el.classList.add(cls); lit.push([el, cls]); } };
-    Object.entries(view.lastStep).forEach(([id, last]) => {
-      if (view.drawn[id] && last < current) light(view.drawn[id], "visited");
+    const done = inForward() ? view.lastForward : view.lastStep;    // places in the walk: forward or backward
+    const now = inForward() ? position : current;
+    Object.entries(done).forEach(([id, last]) => {
+      if (view.drawn[id] && last < now) light(view.drawn[id], "visited");
     });
     const id = view.nodes[current];
     const node = view.drawn[id];
     light(node, "current");
-    if (!(id in view.folds)) {
+    if (!(id in view.folds)) {        // forward: values arrive from the inputs; backward: the gradient from the output
       (view.edgesOutOf[id] || []).forEach((e) => {
-        light(e, "arrive");
+        light(e, inForward() ? "send" : "arrive");
         light(view.drawn[idOf(e).split("->")[1]], "current-out");
       });
-      (view.edgesInto[id] || []).forEach((e) => light(e, "send"));
+      (view.edgesInto[id] || []).forEach((e) => light(e, inForward() ? "arrive" : "send"));
     }
     return node;
   }
   function go(index) {
-    current = Math.max(0, Math.min(steps.length - 1, index));
-    panel.innerHTML = render(steps[current]);
-    panel.dataset.step = String(current);
+    const last = forward.length + steps.length - 1;
+    position = Math.max(0, Math.min(last, index));
+    if (inForward()) {
+      const f = forward[position];
+      current = f.backward;
+      panel.innerHTML = renderForward(f);
+      delete panel.dataset.step;
+      panel.dataset.forward = String(position);
+      document.getElementById("counter").textContent =
+        `forward ${position} (ops 0–${forward.length - 1} in the order they ran; then ${steps.length} backward steps)`;
+    } else {
+      current = position - forward.length;
+      panel.innerHTML = render(steps[current]);
+      delete panel.dataset.forward;
+      panel.dataset.step = String(current);
+      document.getElementById("counter").textContent = `step ${current} (steps 0–${steps.length - 1}: ${steps.length} steps)` +
+        (forward.length ? ", after the forward pass" : "");
+    }
     panel.scrollTop = 0;
-    document.getElementById("counter").textContent = `step ${current} (steps 0–${steps.length - 1}: ${steps.length} steps)`;
-    document.getElementById("prev").disabled = current === 0;
-    document.getElementById("next").disabled = current === steps.length - 1;
+    document.getElementById("prev").disabled = position === 0;
+    document.getElementById("next").disabled = position === last;
     const node = highlight();
     if (node) node.scrollIntoView({ block: "center", inline: "center" });
   }
@@ -243,7 +282,8 @@
     document.getElementById("fold").disabled = !view.open.length;
     const node = highlight();
     const cluster = view.clusters[key];
-    const inside = steps[current].module && (steps[current].module + ".").startsWith(key + ".");
+    const module = steps[current].module;
+    const inside = module && (module + ".").startsWith(key + ".");
     const target = inside || !cluster ? node : cluster;
     if (target) target.scrollIntoView({ block: "center", inline: "center" });
   }
@@ -253,12 +293,12 @@
     show(around.length ? around[around.length - 1] : "");
   }
 
-  document.getElementById("prev").addEventListener("click", () => timed(() => go(current - 1)));
-  document.getElementById("next").addEventListener("click", () => timed(() => go(current + 1)));
+  document.getElementById("prev").addEventListener("click", () => timed(() => go(position - 1)));
+  document.getElementById("next").addEventListener("click", () => timed(() => go(position + 1)));
   document.getElementById("fold").addEventListener("click", () => fold(view.open[view.open.length - 1]));
   document.addEventListener("keydown", (event) => {
-    if (event.key === "ArrowRight") { timed(() => go(current + 1)); event.preventDefault(); }
-    if (event.key === "ArrowLeft") { timed(() => go(current - 1)); event.preventDefault(); }
+    if (event.key === "ArrowRight") { timed(() => go(position + 1)); event.preventDefault(); }
+    if (event.key === "ArrowLeft") { timed(() => go(position - 1)); event.preventDefault(); }
   });
   document.getElementById("graph").addEventListener("click", (event) => {
     const g = event.target.closest("g.node, g.cluster");
@@ -269,8 +309,9 @@
       if (view.open.includes(path)) timed(() => fold(path));
     } else if (id in view.folds) {
       timed(() => show(view.folds[id]));
-    } else if (id in view.stepOfNode) {
-      timed(() => go(view.stepOfNode[id]));
+    } else if (id in view.stepOfNode) {       // that op's forward step in the forward phase, else its backward step
+      const step = view.stepOfNode[id], f = forward.findIndex((x) => x.backward === step);
+      timed(() => go(inForward() && f >= 0 ? f : forward.length + step));
     }
   });
   if (views.length === 1) document.getElementById("folding").hidden = true;
