@@ -51,11 +51,29 @@ def test_relu_and_gelu_match_numpy(rng):
     c = math.sqrt(2 / math.pi)
     u = c * (x + 0.044715 * x**3)
     t.zero_grad()
-    F.gelu(t).backward(dy)
-    np.testing.assert_allclose(F.gelu(t).data, 0.5 * x * (1 + np.tanh(u)), rtol=1e-12)
+    F.gelu(t, approximate="tanh").backward(dy)
+    np.testing.assert_allclose(F.gelu(t, approximate="tanh").data, 0.5 * x * (1 + np.tanh(u)), rtol=1e-12)
     du = c * (1 + 3 * 0.044715 * x**2)
     np.testing.assert_allclose(t.grad, dy * (0.5 * (1 + np.tanh(u))
                                              + 0.5 * x * (1 - np.tanh(u) ** 2) * du), rtol=1e-10)
+
+
+def test_gelu_defaults_to_the_exact_erf_form():
+    x = np.array([-4.0, -1.5, -0.3, 0.0, 0.7, 2.0, 5.0])
+    dy = np.array([0.3, -1.2, 0.8, 2.0, -0.5, 1.1, 0.9])
+    t = ta.Tensor(x, requires_grad=True)
+    y = F.gelu(t)                                   # approximate="none", PyTorch's default
+    y.backward(dy)
+    cdf = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    pdf = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(y.data, x * cdf, rtol=1e-11, atol=1e-16)   # erf by series: ~1e-15 absolute
+    np.testing.assert_allclose(t.grad, dy * (cdf + x * pdf), rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(t.gelu().data, y.data)                       # the Tensor method agrees
+    assert abs(F.gelu(ta.Tensor([1.0])).item() - F.gelu(ta.Tensor([1.0]), approximate="tanh").item()) > 1e-4
+    half = F.gelu(ta.Tensor(np.array([300.0, -3.0, 1.0], dtype=np.float16)))
+    assert half.dtype == np.float16 and np.allclose(half.numpy(), [300.0, -0.00405, 0.8413], rtol=1e-3)
+    with pytest.raises(ValueError, match=r"^gelu: approximate must be one of \('none', 'tanh'\), got 'erf'"):
+        F.gelu(t, approximate="erf")
 
 
 def test_dropout_is_inverted_and_repeatable_under_manual_seed():

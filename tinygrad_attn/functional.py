@@ -343,14 +343,16 @@ def relu(x: Tensor) -> Tensor:
     return x.relu()
 
 
-def gelu(x: Tensor) -> Tensor:
-    """GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))), shaped like `x` (``Tensor.gelu``).
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU x·Φ(x), Φ(x) = ½(1 + erf(x/√2)); approximate="tanh": Φ ≈ ½(1 + tanh(√(2/π)(x + 0.044715x³))).
 
     >>> import tinygrad_attn as ta
     >>> gelu(ta.Tensor([-1.0, 0.0, 1.0])).numpy().round(4)
+    array([-0.1587,  0.    ,  0.8413], dtype=float32)
+    >>> gelu(ta.Tensor([-1.0, 0.0, 1.0]), approximate="tanh").numpy().round(4)
     array([-0.1588,  0.    ,  0.8412], dtype=float32)
     """
-    return x.gelu()
+    return input.gelu(approximate)
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:

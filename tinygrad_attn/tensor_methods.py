@@ -37,7 +37,7 @@ from .guards.shapes import (
     sizes_argument,
     split_sizes,
 )
-from .ops.activations import Gelu, Relu, Sigmoid, Silu
+from .ops.activations import GELU_FORMS, Gelu, Relu, Sigmoid, Silu
 from .ops.arithmetic import Add, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
 from .ops.base import quiet_float_errors
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
@@ -88,7 +88,13 @@ class TensorMethods:
     def tanh(self) -> Tensor: return apply(Tanh, as_float(self))
     def sigmoid(self) -> Tensor: return apply(Sigmoid, as_float(self))
     def relu(self) -> Tensor: return apply(Relu, self)
-    def gelu(self) -> Tensor: return apply(Gelu, as_float(self))
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """GELU, x·Φ(x): exact (erf) by default as PyTorch's, or its tanh form with approximate="tanh"."""
+        if approximate not in GELU_FORMS:
+            raise ValueError(f"gelu: approximate must be one of {GELU_FORMS}, got {approximate!r}")
+        return apply(Gelu, as_float(self), approximate=approximate)
+
     def silu(self) -> Tensor: return apply(Silu, as_float(self))
 
     # ----- reductions -----

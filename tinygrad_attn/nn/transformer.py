@@ -41,10 +41,7 @@ class MLP(Module):
         self.fc2 = Linear(d_ff, d_model, bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.fc1(x)
-        if self.approximate == "tanh":
-            return self.fc2(h.gelu())
-        return self.fc2(h * 0.5 * (1 + (h * (1 / math.sqrt(2))).erf()))    # ½h(1 + erf(h/√2))
+        return self.fc2(self.fc1(x).gelu(approximate=self.approximate))
 
 
 class SwiGLU(Module):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 
-from .base import UNARY_CASES, Case, Op
+from .base import UNARY_CASES, Case, Op, cast_back, single_for_half
+from .elementwise_math import erf
 from .registry import register
 
-__all__ = ["Elu", "Gelu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSigmoid", "Mish",
-           "Relu", "Sigmoid", "Silu", "Softplus", "Softsign"]
+__all__ = ["GELU_FORMS", "Elu", "Gelu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSigmoid",
+           "Mish", "Relu", "Sigmoid", "Silu", "Softplus", "Softsign"]
 
 
 @register
@@ -98,48 +99,71 @@ class Relu(Op):
 
 
 _GELU_C = math.sqrt(2 / math.pi)
+_INV_SQRT2 = 1 / math.sqrt(2)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+GELU_FORMS = ("none", "tanh")
 
 
 @register
 class Gelu(Op):
-    """y = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): GELU in its tanh form."""
+    """y = x·Φ(x), Φ the standard normal's CDF: Φ(x) = ½(1 + erf(x/√2)) (approximate="none", PyTorch's
+    default), or Φ(x) ≈ h = ½(1 + tanh u), u = √(2/π)(x + 0.044715x³) (approximate="tanh", GPT-2's)."""
 
     name = "gelu"
-    formula = {"x": "dx = dy ⊙ (h + x · 2h(1 − h) · √(2/π)(1 + 3·0.044715x²)),  h = ½(1 + tanh u)"}
-    residuals = {"x": "x (the input)", "h": "h = ½(1 + tanh u)"}
-    cases = UNARY_CASES
+    formula = {"x": "none: dx = dy ⊙ (Φ(x) + x·φ(x)), φ(x) = e^(−x²/2)/√(2π);  "
+                    "tanh: dx = dy ⊙ (h + x · 2h(1 − h) · √(2/π)(1 + 3·0.044715x²)),  h = ½(1 + tanh u)"}
+    residuals = {"x": "x (the input)", "h": "h = Φ(x) (none) or ½(1 + tanh u) (tanh)"}
+    cases = tuple(Case(*case.specs, params={"approximate": form})
+                  for form in GELU_FORMS for case in UNARY_CASES)
 
     @staticmethod
-    def forward(ctx, x):
-        # Each step runs in place on one fresh array, so the op allocates h and y and nothing else,
-        # and the cube is factored into products (NumPy's x ** 3 calls pow, about 20 times slower).
+    def forward(ctx, x, *, approximate):
         xp = ctx.xp
-        h = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x (x * x is a scalar)
-        h *= 0.044715
-        h += 1
-        h *= x
-        h *= _GELU_C                                    # u = √(2/π)·x·(1 + 0.044715x²)
-        xp.tanh(h, out=h)
-        h += 1
-        h *= 0.5                                        # h = ½(1 + tanh u)
+        if approximate == "none":
+            (wide,) = single_for_half(x)                # erf's series overflows float16
+            h = erf(xp, wide * _INV_SQRT2)
+            h += 1
+            h *= 0.5                                    # h = Φ(x) = ½(1 + erf(x/√2))
+            h = cast_back(h, x.dtype)
+        else:
+            # Each step runs in place on one fresh array, so the op allocates h and y and nothing
+            # else, and the cube is factored into products (NumPy's x ** 3 calls pow, about 20
+            # times slower).
+            h = xp.multiply(x, x, out=xp.empty_like(x))     # an array also for 0-d x
+            h *= 0.044715
+            h += 1
+            h *= x
+            h *= _GELU_C                                    # u = √(2/π)·x·(1 + 0.044715x²)
+            xp.tanh(h, out=h)
+            h += 1
+            h *= 0.5                                        # h = ½(1 + tanh u)
         ctx.save(x=x, h=h)
         return xp.multiply(x, h, out=xp.empty_like(h))  # y = x · h
 
     @staticmethod
     def backward(ctx, grad):
-        """y = x·h with h = ½(1 + tanh u), so dy/dx = h + x · dh/du · du/dx, where
-        dh/du = ½(1 − tanh² u) = 2h(1 − h) and du/dx = √(2/π)(1 + 3·0.044715x²)."""
+        """y = x·h, so dy/dx = h + x · dh/dx (product rule).
+
+        none: h = Φ(x), and dΦ/dx is the normal density φ(x) = e^(−x²/2)/√(2π).
+        tanh: h = ½(1 + tanh u), dh/du = ½(1 − tanh² u) = 2h(1 − h) and du/dx = √(2/π)(1 + 3·0.044715x²).
+        """
         if not ctx.needs_grad[0]:
             return (None,)
         xp = ctx.xp
         x, h = ctx.saved["x"], ctx.saved["h"]
         slope = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here
-        slope *= 3 * 0.044715
-        slope += 1
-        slope *= 2 * _GELU_C                        # 2 · du/dx
-        slope *= x
-        slope *= h
-        slope *= 1 - h                              # x · 2h(1 − h) · du/dx
+        if ctx.approximate == "none":
+            slope *= -0.5
+            xp.exp(slope, out=slope)
+            slope *= _INV_SQRT_2PI                      # φ(x)
+            slope *= x
+        else:
+            slope *= 3 * 0.044715
+            slope += 1
+            slope *= 2 * _GELU_C                        # 2 · du/dx
+            slope *= x
+            slope *= h
+            slope *= 1 - h                              # x · 2h(1 − h) · du/dx
         slope += h
         slope *= grad
         return (slope,)
