@@ -7,7 +7,6 @@ than query heads (grouped-query attention), and a sliding attention window.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
