@@ -1,28 +1,53 @@
-"""``tinygrad-attn sample CHECKPOINT "3 1 2"``: the trained model's answer for one input."""
+"""``tinygrad-attn sample RUN "prompt"``: what a trained model writes after a prompt.
+
+A toy-task run answers one input greedily (``sample runs/copy "3 1 2"``); a text run continues the
+prompt, sampling each token from softmax(logits / temperature) over the top-k most likely ones
+(``sample runs/text "def f" --max-new-tokens 300 --temperature 0.8 --top-k 20 --seed 1``; temperature
+0 always takes the most likely token).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import numpy as np
 
 from ..errors import CheckpointError, DeviceError
+from ..nn import TinyTransformer
+from ..nn.sampling import check_sampling, generate_beyond_context
 from ..training import answer, load_run
-from ..training.tasks import decode
+from ..training.tasks import Task, decode
+from ..training.text_task import TextTask
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "load_model", "run"]
+
+# A text run's sampling, when the flags leave it out.
+MAX_NEW_TOKENS, TEMPERATURE, TOP_K = 300, 0.8, 20
+_TEXT_FLAGS = ("max_new_tokens", "temperature", "top_k", "seed")
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        model, _, _, task = load_run(args.checkpoint, args.device)
+        model, task = load_model(args)
     except (CheckpointError, DeviceError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e))
     try:
+        if isinstance(task, TextTask):
+            return _continue_text(model, task, args)
+        given = [f"--{f.replace('_', '-')}" for f in _TEXT_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text runs; "
+                             f"a {task.name} run answers greedily")
         prompt = task.parse(args.input)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e))
     predicted = answer(model, task, [prompt])[0]
     expected = task.solve(prompt)
     gloss = task.gloss(prompt, predicted)
@@ -33,10 +58,49 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
+    """The model to sample from and its task (a text run's holds its tokenizer): the one place
+    that decides what a `sample` command loads."""
+    model, _, _, task = load_run(Path(args.checkpoint), args.device)
+    return model, task
+
+
+def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namespace) -> int:
+    """Print the prompt and what the model writes after it; ValueError for a bad prompt or flag."""
+    temperature = TEMPERATURE if args.temperature is None else args.temperature
+    top_k = TOP_K if args.top_k is None else args.top_k
+    new = MAX_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
+    check_sampling(temperature, top_k)
+    if new < 0:
+        raise ValueError(f"--max-new-tokens must be 0 or more, got {new}")
+    if not args.input:
+        raise ValueError('the prompt is empty: give at least one character to continue, e.g. "\\n"')
+    prompt = task.tokenizer.encode(args.input)          # TokenizerError names a character it lacks
+    if len(prompt) >= task.block_size:
+        raise ValueError(f"the prompt is {len(prompt)} tokens; this model reads {task.block_size} at "
+                         f"once, so give at most {task.block_size - 1}")
+    rng = np.random.default_rng(args.seed)
+    ids = generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng)
+    print(task.tokenizer.decode(ids.tolist()))
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sample", help="print a trained model's answer for an input",
-                                   description=__doc__)
-    parser.add_argument("checkpoint", help="a checkpoint.npz written by `tinygrad-attn train`, or its folder")
-    parser.add_argument("input", help="digits like \"3 1 2\" (copy, reverse, sort) or \"42 + 199\" (add)")
+    parser = subparsers.add_parser("sample", help="what a trained model writes after a prompt",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint", help="a run folder or checkpoint.npz written by `tinygrad-attn train`")
+    parser.add_argument("input", help="a text run: the text to continue; a toy task: digits like \"3 1 2\" "
+                                      "(copy, reverse, sort) or \"42 + 199\" (add)")
     parser.add_argument("--device", help="cpu or cuda (default: the device it was trained on)")
+    text = parser.add_argument_group("text runs")
+    text.add_argument("--max-new-tokens", type=int, metavar="N",
+                      help=f"tokens to write after the prompt (default {MAX_NEW_TOKENS})")
+    text.add_argument("--temperature", type=float, metavar="T",
+                      help=f"divides the logits before the softmax: 0 always takes the most likely token, "
+                           f"1 samples the model's own distribution (default {TEMPERATURE})")
+    text.add_argument("--top-k", type=int, metavar="K",
+                      help=f"sample among the K most likely tokens only (default {TOP_K})")
+    text.add_argument("--seed", type=int, help="seeds the sampling: the same seed writes the same text "
+                                               "(default: a different text each time)")
     parser.set_defaults(run=run)

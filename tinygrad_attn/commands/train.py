@@ -13,6 +13,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,8 @@ from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
 from ..training.saved_run import checkpoint_file, saved_step
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
+from ..training.text_task import TextTask
+from . import train_text
 
 __all__ = ["add_parser", "flag", "run"]
 
@@ -91,7 +94,6 @@ def _on_disk(path: Path) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    task = get_task(args.task)
     config = None
     try:
         _check_saving_flags(args)
@@ -99,12 +101,17 @@ def _run(args: argparse.Namespace) -> int:
                      if getattr(args, f.name) is not None}
         source = checkpoint_file(args.resume) if args.resume else None
         if source is not None:
-            model, state, config = _continue_run(source, task, overrides)
+            model, state, config, task = _continue_run(source, args.task, overrides)
+            if isinstance(task, TextTask):
+                task = train_text.continue_text(task, args, source)
         else:
-            overrides.setdefault("steps", task.steps)
-            config = TrainConfig(**_min_lr_at_most_lr(overrides, TrainConfig.min_lr))
+            task = train_text.text_task(args) if args.task == TextTask.name else get_task(args.task)
+            defaults = train_text.DEFAULTS if isinstance(task, TextTask) else {"steps": task.steps}
+            config = TrainConfig(**_min_lr_at_most_lr({**defaults, **overrides}, TrainConfig.min_lr))
             xp_for(config.device)
-        held_out = task.held_out(config.eval_size)
+        held_out = None if isinstance(task, TextTask) else task.held_out(config.eval_size)
+        if isinstance(task, TextTask):
+            print(train_text.first_line(task), flush=True)
         with _output_folder(args, task, source) as folder:
             try:
                 if source is None:
@@ -138,15 +145,20 @@ def _check_saving_flags(args: argparse.Namespace) -> None:
         raise ValueError(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
     if args.out is not None and not args.out.strip():
         raise ValueError("--out is empty: name a folder, or leave --out out to write to runs/TASK")
+    if args.task != TextTask.name:
+        given = [train_text.flag(name) for name in train_text.TEXT_FLAGS if getattr(args, name) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for `train text` "
+                             f"only, not the toy task {args.task}")
 
 
-def _continue_run(source: Path, task: Task, overrides: dict[str, object]
-                  ) -> tuple[TinyTransformer, TrainState, TrainConfig]:
-    """The run saved in `source` with the flags given applied; ValueError for a flag that may not
-    change or for a run of another task."""
-    model, state, config, saved_task = load_run(source, overrides.get("device"))
-    if saved_task.name != task.name:
-        raise ValueError(f"{source} is a {saved_task.name!r} checkpoint, not {task.name!r}")
+def _continue_run(source: Path, task_name: str, overrides: dict[str, object]
+                  ) -> tuple[TinyTransformer, TrainState, TrainConfig, Task]:
+    """The run saved in `source` with the flags given applied, and its task; ValueError for a
+    flag that may not change or for a run of another task."""
+    model, state, config, task = load_run(source, overrides.get("device"))
+    if task.name != task_name:
+        raise ValueError(f"{source} is a {task.name!r} checkpoint, not {task_name!r}")
     changed = [f for f in _FIXED_ON_RESUME if f in overrides and overrides[f] != getattr(config, f)]
     if changed:
         raise ValueError(f"cannot change {', '.join(changed)} when resuming (the checkpoint has "
@@ -155,7 +167,7 @@ def _continue_run(source: Path, task: Task, overrides: dict[str, object]
     if "steps" in overrides and config.steps <= state.step:
         raise ValueError(f"{source} has done {state.step} steps already, so --steps {config.steps} "
                          f"leaves none to do; pass --steps above {state.step} to train further")
-    return model, state, config
+    return model, state, config, task
 
 
 def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) -> RunFolder:
@@ -168,11 +180,15 @@ def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) ->
 
 
 def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
-                      state: TrainState, held_out: list[list[int]], folder: RunFolder) -> int:
-    """Train with a progress bar and checkpoints; evaluate when all steps are done."""
+                      state: TrainState, held_out: list[list[int]] | None, folder: RunFolder) -> int:
+    """Train with a progress bar and checkpoints (a text run: with the validation loss and a
+    sample every --eval-every steps); evaluate when all steps are done."""
     resume_hint = f"tinygrad-attn train {task.name} --resume {folder.path}"
+    evaluations = None
+    if isinstance(task, TextTask):
+        evaluations = train_text.Evaluations(model, task, config, state, _progress_write)
     start = time.perf_counter()
-    code = _train_saving(args, task, config, model, state, folder, resume_hint)
+    code = _train_saving(args, task, config, model, state, folder, resume_hint, evaluations)
     if code is not None:
         return code
     seconds = time.perf_counter() - start
@@ -180,7 +196,10 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
         print(f"stopped at step {state.step} of {config.steps}; resume with: {resume_hint}")
         return 0
     try:
-        _evaluate(task, config, model, state, held_out, folder.path, seconds)
+        if evaluations is not None:
+            train_text.report(task, config, model, state, folder.path, seconds, evaluations)
+        else:
+            _evaluate(task, config, model, state, held_out, folder.path, seconds)
     except KeyboardInterrupt as stop:
         print(f"{_stopped(stop)} during evaluation; {_kept(folder.checkpoint)}; evaluate it with: "
               f"{resume_hint}", file=sys.stderr)
@@ -188,8 +207,8 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
     except SaveError as e:
         return _fail(f"{e}; {_kept(folder.checkpoint)}; evaluate it again with: {resume_hint}", code=1)
     except MemoryError as e:
-        fewer = max(1, len(held_out) // 4)
-        return _fail(f"out of memory while evaluating on {len(held_out)} held-out prompts "
+        fewer = max(1, config.eval_size // 4)
+        return _fail(f"out of memory while evaluating on {config.eval_size} held-out sequences "
                      f"({e or 'MemoryError'}); {_kept(folder.checkpoint)}; evaluate it with fewer: "
                      f"{resume_hint} "
                      f"--eval-size {fewer}",
@@ -247,10 +266,18 @@ class _Checkpoints:
         return _on_disk(self.path)
 
 
+def _progress_write(line: str) -> None:
+    """Print a line above the progress bar."""
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+
+
 def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
-                  state: TrainState, folder: RunFolder, resume_hint: str) -> int | None:
+                  state: TrainState, folder: RunFolder, resume_hint: str,
+                  after_step: Callable[[int], None] | None = None) -> int | None:
     """Train from `state`, saving to the folder's checkpoint every ``--save-every`` steps, at the
-    end and on Ctrl-C.
+    end and on Ctrl-C; `after_step(step)` runs after each step, before its checkpoint is taken.
 
     Returns None once training stopped normally (saved), else the exit code of an interrupted or
     diverged run, or one whose checkpoint could not be written, having said why on stderr.
@@ -265,6 +292,8 @@ def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, mod
         bar.update(1)
         if step % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(history.loss[-50:]):.4f}")
+        if after_step is not None:
+            after_step(step)
         saves.after_step(step)
 
     try:
@@ -359,7 +388,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                "The loss counts only answer tokens. Exact-match accuracy is measured by greedy "
                "decoding (token by token)\non held-out prompts: a fixed 5% of all prompts that "
                "training never sees.")
-    parser.add_argument("task", choices=sorted(TASKS), help="which toy task")
+    parser.add_argument("task", choices=sorted([*TASKS, TextTask.name]),
+                        help="a toy task, or text: a language model on a text file")
     defaults = {field.name: str(field.default) for field in dataclasses.fields(TrainConfig)}
     defaults["steps"] = "the task's: " + ", ".join(f"{t.name} {t.steps}" for t in TASKS.values())
     for field in dataclasses.fields(TrainConfig):     # None: not given, the default applies
@@ -381,4 +411,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",
                         help="stop after N (≥ 1) steps of this run and save (continue later with --resume)")
+    train_text.add_arguments(parser, flag)
     parser.set_defaults(run=run)

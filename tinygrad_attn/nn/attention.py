@@ -22,7 +22,11 @@ from ..tensor import Tensor, concat
 from .layers import Linear
 from .module import Module, check_probability, check_sizes
 
-__all__ = ["LayerCache", "MultiHeadAttention"]
+__all__ = ["FLASH_FROM", "LayerCache", "MultiHeadAttention"]
+
+# From this many keys on, fused attention without dropout runs as the flash kernel (the same
+# results; memory grows as n, not n²).
+FLASH_FROM = 512
 
 
 @dataclass
@@ -51,6 +55,8 @@ class MultiHeadAttention(Module):
             to 1.0 trains without scaling (the √d_k experiment in the docs does).
         fused: attention as one op (True) or built from primitives, each its own backward step
             (False); see ``F.scaled_dot_product_attention``. An attribute: it may be changed.
+            Fused attention over FLASH_FROM keys or more, without dropout or weights asked for,
+            runs as ``F.flash_attention``.
         n_kv_heads: key/value heads (None: num_heads); must divide num_heads. Query head h reads
             kv head h // (num_heads // n_kv_heads); K and V are never repeated in memory.
         rope: rotate Q and K by their positions (``F.rope``) after the projections; self-attention
@@ -178,10 +184,17 @@ class MultiHeadAttention(Module):
                 (k[..., -self.window:, :], v[..., -self.window:, :])    # all a later query can see
 
         # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once; dropout acts on the weights.
-        result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
-                                                return_weights=return_weights, fused=self.fused,
-                                                dropout_p=self.dropout if self.training else 0.0,
-                                                enable_gqa=self.n_kv_heads != self.num_heads, window=window)
+        dropout_p = self.dropout if self.training else 0.0
+        if k.shape[-2] >= FLASH_FROM and self.fused and not return_weights and dropout_p == 0:
+            # a long context: in key blocks, never holding the (n_q, n_k) matrix
+            result = F.flash_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
+                                       enable_gqa=self.n_kv_heads != self.num_heads, window=window)
+        else:
+            result = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
+                                                    scale=self.scale, return_weights=return_weights,
+                                                    fused=self.fused, dropout_p=dropout_p,
+                                                    enable_gqa=self.n_kv_heads != self.num_heads,
+                                                    window=window)
         heads, weights = result if return_weights else (result, None)  # (B, H, Tq, Dh)
         heads.name = "heads"
         concat_heads = heads.swapaxes(-3, -2).reshape(*x.shape[:-1], self.num_heads * self.d_head)

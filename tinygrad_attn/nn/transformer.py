@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 
 from ..backend import to_device, to_numpy, xp_for
+from ..creation import generator
 from ..engine import no_grad
 from ..tensor import Tensor
 from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm, TiedHead
 from .module import Module, check_sizes
+from .sampling import check_sampling, next_token
 
 __all__ = ["GELU_FORMS", "MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
            "swiglu_width"]
@@ -240,8 +242,9 @@ class TinyTransformer(Module):
         logits.name = "logits"
         return logits
 
-    def generate(self, ids: Any, max_new_tokens: int) -> Tensor:
-        """Greedy decoding: the prompt followed by `max_new_tokens` argmax tokens.
+    def generate(self, ids: Any, max_new_tokens: int, temperature: float = 0.0, top_k: int | None = None,
+                 rng: np.random.Generator | None = None) -> Tensor:
+        """Greedy decoding, or sampling: the prompt followed by `max_new_tokens` new tokens.
 
         Each block keeps the keys and values of earlier tokens (a key/value cache), so every new
         token costs one position, not a recomputation of the whole sequence; the tokens are
@@ -251,6 +254,10 @@ class TinyTransformer(Module):
         Args:
             ids: integer prompt ids, (batch, seq) or (seq,).
             max_new_tokens: how many tokens to append (≥ 0).
+            temperature: 0 (the default) takes the argmax each step; above 0 each token is drawn
+                from softmax(logits / temperature) (``nn.sampling.next_token``).
+            top_k: when sampling, draw among the k most likely tokens only (None: all).
+            rng: the NumPy generator sampling draws from; default the library's (``manual_seed``).
 
         Returns:
             An integer Tensor of the same rank as `ids`: (batch, seq + max_new_tokens), on the
@@ -269,6 +276,8 @@ class TinyTransformer(Module):
             raise ValueError(f"generate: ids must be integers of shape (batch, seq) or (seq,) and "
                              f"max_new_tokens >= 0, got {prompt.dtype} ids of shape {prompt.shape} "
                              f"and max_new_tokens={max_new_tokens}")
+        check_sampling(temperature, top_k)
+        rng = rng if rng is not None else generator()
         single = prompt.ndim == 1
         prompt = prompt[None] if single else prompt                     # (B, T)
         if prompt.shape[1] + max_new_tokens > self.max_len:
@@ -283,7 +292,12 @@ class TinyTransformer(Module):
                 caches = [LayerCache() for _ in self.blocks]
                 logits = self._logits(prompt, 0, caches)                # (B, T, V)
                 for step in range(max_new_tokens):
-                    token = logits.data[:, -1].argmax(axis=-1)[:, None]     # (B, 1)
+                    last = logits.data[:, -1]                                   # (B, V)
+                    if temperature == 0:
+                        token = last.argmax(axis=-1)[:, None]                   # (B, 1)
+                    else:
+                        token = to_device(next_token(to_numpy(last), temperature, top_k, rng)[:, None],
+                                          device)
                     tokens.append(token)
                     if step + 1 < max_new_tokens:
                         logits = self._logits(token, prompt.shape[1] + step, caches)  # (B, 1, V)

@@ -54,7 +54,8 @@ class TrainConfig:
     dropout: float = _setting(0.0, "dropout probability")
     seed: int = _setting(0, "seeds the initial weights and the training batches")
     device: str = _setting("cpu", "cpu (NumPy) or cuda (CuPy)")
-    eval_size: int = _setting(500, "held-out prompts for the final accuracy")
+    eval_size: int = _setting(500, "held-out prompts for the final accuracy (text: validation windows)")
+    eval_every: int = _setting(250, "text: steps between validation losses, each with a sample")
     arch: str = _setting("default", "default (LayerNorm, GELU MLP, learned positions) or llama (RMSNorm, "
                                     "SwiGLU, RoPE, half as many key/value heads as query heads)")
 
@@ -63,7 +64,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that cannot work."""
-        for name in ("steps", "batch_size", "d_model", "num_heads", "num_layers", "eval_size"):
+        for name in ("steps", "batch_size", "d_model", "num_heads", "num_layers", "eval_size", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig: {name} must be at least 1, got {getattr(self, name)}")
         if self.d_model % self.num_heads:

@@ -1,13 +1,18 @@
-"""Held-out accuracy: greedy answers decoded token by token, compared whole with the task's."""
+"""Held-out accuracy: greedy answers decoded token by token, compared whole with the task's; and a
+text's validation loss: the mean cross-entropy of every next token of fixed held-out windows."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import functional as F
+from ..engine import no_grad
 from ..nn import TinyTransformer
+from ..tensor import Tensor
 from .tasks import END, Task, get_task
+from .text_task import TextTask
 
-__all__ = ["accuracy", "answer"]
+__all__ = ["accuracy", "answer", "validation_loss"]
 
 
 def answer(model: TinyTransformer, task: str | Task, prompts: list[list[int]]) -> list[list[int]]:
@@ -32,3 +37,23 @@ def accuracy(model: TinyTransformer, task: str | Task, prompts: list[list[int]])
     task = get_task(task)
     predicted = answer(model, task, prompts)
     return float(np.mean([p == task.solve(q) for p, q in zip(predicted, prompts)]))
+
+
+def validation_loss(model: TinyTransformer, task: TextTask, windows: int, batch_size: int = 32) -> float:
+    """Mean cross-entropy (nats per token) over `windows` fixed windows of the validation split,
+    without grad and without dropout (the model's training mode is restored); it draws nothing
+    random, so a run's random streams are the same with or without it."""
+    ids, targets = task.validation_windows(windows)
+    device = model.head.weight.device
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    try:
+        with no_grad():
+            for i in range(0, len(ids), batch_size):
+                logits = model(Tensor(ids[i:i + batch_size], device=device))          # (b, T, V)
+                loss = F.cross_entropy(logits, Tensor(targets[i:i + batch_size], device=device))
+                total += loss.item() * len(ids[i:i + batch_size])
+    finally:
+        model.train(was_training)
+    return total / len(ids)

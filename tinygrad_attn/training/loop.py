@@ -33,7 +33,7 @@ from .config import ARCHS, TrainConfig
 from .host_memory import keep_freed_memory
 from .interrupts import interrupts_between_steps
 from .random_state import restore_rng_states, rng_states
-from .tasks import IGNORE, VOCAB, Task, get_task
+from .tasks import IGNORE, Task, get_task
 
 __all__ = ["DivergedError", "History", "StepOutOfMemory", "TrainState", "make_model", "train"]
 
@@ -50,11 +50,14 @@ class StepOutOfMemory(MemoryError):
 
 @dataclass
 class History:
-    """Per-step records of a run: loss on the answer tokens, learning rate, gradient norm."""
+    """Per-step records of a run: loss on the answer tokens, learning rate, gradient norm; and the
+    validation losses measured so far (text runs), with the step each was measured after."""
 
     loss: list[float] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
     grad_norm: list[float] = field(default_factory=list)
+    val_step: list[int] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -91,8 +94,8 @@ def make_model(task: str | Task, config: TrainConfig) -> TinyTransformer:
     options: dict[str, Any] = dict(ARCHS[config.arch])
     if config.arch == "llama":
         options["n_kv_heads"] = config.num_heads // 2 if config.num_heads % 2 == 0 else 1
-    model = TinyTransformer(len(VOCAB), config.d_model, config.num_heads, config.num_layers,
-                            max_len=task.max_prompt + task.max_answer, dropout=config.dropout, **options)
+    model = TinyTransformer(task.vocab_size, config.d_model, config.num_heads, config.num_layers,
+                            max_len=task.max_len, dropout=config.dropout, **options)
     return model.to(config.device)
 
 

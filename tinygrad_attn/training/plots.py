@@ -27,19 +27,24 @@ def _pyplot():
     return plt
 
 
-def loss_curve(losses: Sequence[float], path: str | Path, title: str = "training loss") -> Path:
-    """Per-step loss (faint) and its 50-step moving average, log-scaled, saved as a PNG."""
+def loss_curve(losses: Sequence[float], path: str | Path, title: str = "training loss",
+               validation: tuple[Sequence[int], Sequence[float]] | None = None,
+               ylabel: str = "cross-entropy on answer tokens") -> Path:
+    """Per-step loss (faint) and its 50-step moving average, log-scaled, saved as a PNG; with
+    `validation` (steps, losses), the validation loss measured after those steps, as points."""
     plt = _pyplot()
     losses = np.asarray(losses, dtype=float)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.3, label="per step")
+    ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.3, label="training, per step")
     window = min(50, len(losses))
     if window > 1:
         smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
-        ax.plot(np.arange(window, len(losses) + 1), smooth, label=f"mean of {window}")
+        ax.plot(np.arange(window, len(losses) + 1), smooth, label=f"training, mean of {window}")
+    if validation is not None and len(validation[0]):
+        ax.plot(validation[0], validation[1], "o-", label="validation (held-out text)")
     ax.set_yscale("log")
     ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy on answer tokens")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()

@@ -20,6 +20,7 @@ from .config import TrainConfig, config_from_dict
 from .loop import History, TrainState, make_model
 from .random_state import restore_rng_states, rng_states
 from .tasks import Task, get_task
+from .text_task import TextTask
 
 __all__ = ["CHECKPOINT", "Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
 
@@ -58,6 +59,8 @@ def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
     arrays[_PROBE] = _probe_logits(model, config.device)
     meta = {"task": task.name, "task_encoding": task.encoding, "config": dataclasses.asdict(config),
             "step": state.step, "rng": rng_states(state)}
+    if isinstance(task, TextTask):
+        meta["text"] = task.to_meta()
     return arrays, meta
 
 
@@ -81,7 +84,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     arrays, meta = checkpoint.load(path)
     part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:
-        task = get_task(meta["task"])
+        task = TextTask.from_meta(meta["text"]) if meta["task"] == TextTask.name else get_task(meta["task"])
         _check_task_encoding(path, task, meta.get("task_encoding", 1))
         config = config_from_dict(meta["config"])
         if device is not None:
@@ -96,6 +99,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
         _check_optimizer_state(state, part("optim/"))
         state.optimizer.load_state_dict(part("optim/"))
         state.history = History(**{k: v.tolist() for k, v in part("history/").items()})
+        state.history.val_step = [int(step) for step in state.history.val_step]
         restore_rng_states(state, meta["rng"])
     except CheckpointError:
         raise                               # already says what does not fit

@@ -81,6 +81,16 @@ class Task:
         return ""
 
     @property
+    def vocab_size(self) -> int:
+        """Token ids the model needs: the shared vocabulary of the toy tasks."""
+        return len(VOCAB)
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence the model reads: a prompt and its answer."""
+        return self.max_prompt + self.max_answer
+
+    @property
     def seq_len(self) -> int:
         """Length of the model input: prompt + answer − 1 (the last token is only a target)."""
         return self.max_prompt + self.max_answer - 1

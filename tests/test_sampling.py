@@ -1,0 +1,119 @@
+"""Sampling the next token with a temperature and top-k: the distribution it draws from, seeded
+reproducibility, generating past the context, and the `sample` command on a text run."""
+
+import numpy as np
+import pytest
+
+from tinygrad_attn.commands import cli
+from tinygrad_attn.nn import TinyTransformer
+from tinygrad_attn.nn.sampling import generate_beyond_context, next_token
+
+LOGITS = np.array([[2.0, 0.5, -1.0, 1.0, 0.0]])
+
+
+def test_temperature_zero_and_top_k_one_take_the_argmax():
+    rng = np.random.default_rng(0)
+    logits = np.random.default_rng(1).normal(size=(6, 9))
+    np.testing.assert_array_equal(next_token(logits), logits.argmax(-1))
+    for temperature in (0.3, 1.0, 5.0):
+        np.testing.assert_array_equal(next_token(logits, temperature, top_k=1, rng=rng), logits.argmax(-1))
+
+
+@pytest.mark.parametrize("temperature, top_k", [(1.0, None), (0.5, None), (2.0, 3)])
+def test_draws_follow_the_softmax_of_the_scaled_top_k_logits(temperature, top_k):
+    rng = np.random.default_rng(0)
+    draws = next_token(np.repeat(LOGITS, 40_000, axis=0), temperature, top_k, rng)
+    scaled = LOGITS[0] / temperature
+    if top_k is not None:
+        scaled = np.where(scaled >= np.sort(scaled)[-top_k], scaled, -np.inf)
+    expected = np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum()
+    frequencies = np.bincount(draws, minlength=5) / len(draws)
+    np.testing.assert_allclose(frequencies, expected, atol=0.01)        # ~5 standard errors
+    assert (frequencies[expected == 0] == 0).all()                       # never outside the top k
+
+
+def test_bad_sampling_arguments_name_themselves():
+    with pytest.raises(ValueError, match="temperature must be a finite number ≥ 0.*got -1"):
+        next_token(LOGITS, -1.0)
+    with pytest.raises(ValueError, match="top_k must be at least 1.*got 0"):
+        next_token(LOGITS, 1.0, top_k=0, rng=np.random.default_rng())
+    with pytest.raises(ValueError, match="needs a random generator"):
+        next_token(LOGITS, 1.0)
+
+
+def _model(max_len=12):
+    return TinyTransformer(vocab_size=7, d_model=16, num_heads=2, num_layers=1, max_len=max_len)
+
+
+def test_seeded_generation_is_reproducible_and_greedy_at_temperature_zero():
+    model = _model()
+    prompt = np.array([1, 2, 3])
+    one, again, other = (model.generate(prompt, 8, temperature=1.0, top_k=5, rng=np.random.default_rng(s))
+                         .numpy() for s in (7, 7, 8))
+    np.testing.assert_array_equal(one, again)
+    assert one[:3].tolist() == [1, 2, 3] and len(one) == 11 and not np.array_equal(one, other)
+    np.testing.assert_array_equal(model.generate(prompt, 8, temperature=0.0).numpy(),
+                                  model.generate(prompt, 8).numpy())
+
+
+def test_generation_goes_on_past_the_context_with_its_last_half():
+    model = _model(max_len=8)
+    prompt = np.array([4, 1])
+    ids = generate_beyond_context(model, prompt, 20)                      # greedy
+    assert len(ids) == 22
+    np.testing.assert_array_equal(ids[:8], model.generate(prompt, 6).numpy())   # first stretch
+    np.testing.assert_array_equal(ids[8:12], model.generate(ids[4:8], 4).numpy()[4:])  # last 4 kept
+    with pytest.raises(ValueError, match="the prompt has 8 tokens; the model reads at most 8"):
+        generate_beyond_context(model, np.zeros(8, dtype=int), 1)
+
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("text")
+    (path / "corpus.txt").write_text("the cat sat on the mat. " * 60)
+    out = path / "run"
+    assert cli.main(["train", "text", "--file", str(path / "corpus.txt"), "--steps", "20", "--d-model", "16",
+                     "--heads", "2", "--layers", "1", "--batch-size", "8", "--block-size", "16",
+                     "--eval-size", "4", "--out", str(out)]) == 0
+    return out
+
+
+def test_sample_command_continues_a_prompt_reproducibly_with_a_seed(text_run, capsys):
+    capsys.readouterr()
+    flags = ["sample", str(text_run), "the c", "--max-new-tokens", "40", "--temperature", "1.0",
+             "--top-k", "5"]
+    outputs = []
+    for seed in ("3", "3", "4"):
+        assert cli.main(flags + ["--seed", seed]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] != outputs[2]
+    assert outputs[0].startswith("the c") and len(outputs[0]) == len("the c") + 40 + 1      # a newline
+    assert cli.main(["sample", str(text_run / "checkpoint.npz"), "the", "--temperature", "0",
+                     "--max-new-tokens", "5"]) == 0
+    assert len(capsys.readouterr().out) == 3 + 5 + 1
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["the dog"], "the vocabulary has no character 'd' (at position 4 of the text)"),
+    ([""], "the prompt is empty"),
+    (["the cat " * 3], "the prompt is 24 tokens; this model reads 16 at once, so give at most 15"),
+    (["the", "--temperature", "-0.5"], "temperature must be a finite number ≥ 0"),
+    (["the", "--top-k", "0"], "top_k must be at least 1"),
+    (["the", "--max-new-tokens", "-1"], "--max-new-tokens must be 0 or more, got -1"),
+])
+def test_bad_prompts_and_flags_are_one_clear_message(text_run, capsys, flags, message):
+    capsys.readouterr()
+    assert cli.main(["sample", str(text_run), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
+
+
+def test_toy_runs_still_answer_greedily_and_refuse_sampling_flags(tmp_path, capsys):
+    out = tmp_path / "copy"
+    assert cli.main(["train", "copy", "--steps", "2", "--d-model", "16", "--eval-size", "10",
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["sample", str(out), "1 2"]) == 0
+    assert capsys.readouterr().out.startswith("1 2 |  →  ")
+    assert cli.main(["sample", str(out), "1 2", "--temperature", "0.5", "--seed", "1"]) == 2
+    assert "--temperature, --seed are for text runs; a copy run answers greedily" in capsys.readouterr().err
