@@ -208,7 +208,8 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
         return _fail(f"{e}; {_kept(folder.checkpoint)}; evaluate it again with: {resume_hint}", code=1)
     except MemoryError as e:
         fewer = max(1, config.eval_size // 4)
-        return _fail(f"out of memory while evaluating on {config.eval_size} held-out sequences "
+        what = "validation windows" if isinstance(task, TextTask) else "held-out prompts"
+        return _fail(f"out of memory while evaluating on {config.eval_size} {what} "
                      f"({e or 'MemoryError'}); {_kept(folder.checkpoint)}; evaluate it with fewer: "
                      f"{resume_hint} "
                      f"--eval-size {fewer}",
