@@ -68,15 +68,39 @@ def epsilon_errors(dtype: type) -> list[float]:
     return errors
 
 
-def epsilon_experiment(plot: str | None) -> None:
-    errors = {"float64": epsilon_errors(np.float64), "float32": epsilon_errors(np.float32)}
-    print("max |numeric − exact| of d⟨c, softmax(x)⟩/dx, 5 logits, central differences")
-    print(f"{'ε':>8} {'float64':>10} {'float32':>10}")
-    for i, eps in enumerate(EPSILONS):
-        print(f"{eps:8.0e} {errors['float64'][i]:10.1e} {errors['float32'][i]:10.1e}")
+def epsilon_table(errors: dict[str, list[float]]) -> str:
+    """The errors as a table, one row per ε, and where each dtype's error is smallest."""
+    lines = ["max |numeric − exact| of d⟨c, softmax(x)⟩/dx, 5 logits, central differences",
+             f"{'ε':>8} {'float64':>10} {'float32':>10}"]
+    lines += [f"{eps:8.0e} {errors['float64'][i]:10.1e} {errors['float32'][i]:10.1e}"
+              for i, eps in enumerate(EPSILONS)]
     for name, errs in errors.items():
         best = int(np.argmin(errs))
-        print(f"{name}: smallest error {errs[best]:.1e} at ε = {EPSILONS[best]:.0e}")
+        lines.append(f"{name}: smallest error {errs[best]:.1e} at ε = {EPSILONS[best]:.0e}")
+    return "\n".join(lines)
+
+
+def draw_epsilon(ax, errors: dict[str, list[float]]) -> None:
+    """The errors against ε on log-log axes (ε shrinking to the right), with the ε² and u / ε lines."""
+    for name, errs in errors.items():
+        ax.loglog(EPSILONS, errs, "o-", label=f"f computed in {name}")
+    eps = np.array(EPSILONS)
+    large, small = eps[eps >= 1e-6], eps[eps <= 1e-4]
+    ax.loglog(large, 1.2e-2 * large ** 2, "k:", lw=1, label="truncation ∝ ε²")
+    ax.loglog(small, 2e-16 / small, "k--", lw=1, label="float64 round-off ∝ u / ε")
+    ax.axvline(1e-6, color="grey", lw=0.8)
+    ax.text(8e-7, 3e-14, "ta.gradcheck's ε = 1e-6", fontsize=8, color="grey")
+    ax.set_ylim(1e-14, 1)
+    ax.set_xlabel("ε (step of the central difference)")
+    ax.set_ylabel("max |numeric − exact gradient|")
+    ax.set_title("Choosing ε: central differences on softmax")
+    ax.invert_xaxis()
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def epsilon_experiment(plot: str | None) -> None:
+    errors = {"float64": epsilon_errors(np.float64), "float32": epsilon_errors(np.float32)}
+    print(epsilon_table(errors))
     if plot:
         import matplotlib
 
@@ -84,20 +108,7 @@ def epsilon_experiment(plot: str | None) -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        for name, errs in errors.items():
-            ax.loglog(EPSILONS, errs, "o-", label=f"f computed in {name}")
-        eps = np.array(EPSILONS)
-        large, small = eps[eps >= 1e-6], eps[eps <= 1e-4]
-        ax.loglog(large, 1.2e-2 * large ** 2, "k:", lw=1, label="truncation ∝ ε²")
-        ax.loglog(small, 2e-16 / small, "k--", lw=1, label="float64 round-off ∝ u / ε")
-        ax.axvline(1e-6, color="grey", lw=0.8)
-        ax.text(8e-7, 3e-14, "ta.gradcheck's ε = 1e-6", fontsize=8, color="grey")
-        ax.set_ylim(1e-14, 1)
-        ax.set_xlabel("ε (step of the central difference)")
-        ax.set_ylabel("max |numeric − exact gradient|")
-        ax.set_title("Choosing ε: central differences on softmax")
-        ax.invert_xaxis()
-        ax.legend(fontsize=8, loc="lower left")
+        draw_epsilon(ax, errors)
         fig.tight_layout()
         fig.savefig(plot, dpi=110)
         print(f"wrote {plot}")

@@ -65,6 +65,7 @@ def test_every_notebook_runs_top_to_bottom():
         pytest.skip("no 'python3' Jupyter kernel: python -m pip install ipykernel "
                     "(or python -m ipykernel install --user)")
     manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    shown: dict[str, list[set[str]]] = {}
     try:
         for page in build.LESSON_PAGES:
             notebook = nbformat.read(NOTEBOOKS / f"{page}.ipynb", as_version=4)
@@ -72,6 +73,7 @@ def test_every_notebook_runs_top_to_bottom():
             notebook.cells.insert(0, nbformat.v4.new_code_cell(fresh))
             _run(notebook, page, manager)
             assert all(o.get("output_type") != "error" for c in notebook.cells for o in c.get("outputs", []))
+            shown[page] = _displayed(notebook.cells)[2:]            # after the fresh-start and chdir cells
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
@@ -81,6 +83,36 @@ def test_every_notebook_runs_top_to_bottom():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             gc.collect()
+
+
+    # Every cell a learner runs shows what it computed (numbers, a picture, the explorer), as
+    # micrograd's notebooks do; the assertions stay in the cells, quietly.
+    for page, cells in shown.items():
+        silent = [i for i, kinds in enumerate(cells) if not kinds]
+        assert not silent, f"notebooks/{page}.ipynb: code cells {silent} display nothing"
+    pictures = {page for page, cells in shown.items() if any("image/png" in kinds for kinds in cells)}
+    assert pictures >= {"gradient_checking", "attention", "scaling", "modern_attention", "mistakes"}
+    for page in ("how_the_engine_works", "stepper"):              # the explorer, inline
+        assert any("text/html" in kinds for kinds in shown[page])
+
+
+def _displayed(cells) -> list[set[str]]:
+    """Per code cell, what it showed: 'stream' for printed text, else the MIME types displayed."""
+    kinds = []
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        shown = set()
+        for output in cell.get("outputs", []):
+            shown |= {"stream"} if output["output_type"] == "stream" else set(output.get("data", {}))
+        kinds.append(shown)
+    return kinds
+
+
+def test_the_failing_gradcheck_report_and_the_epsilon_table_are_in_their_pages():
+    """What the gradient-checking notebook prints comes from its page's cells (built, not typed)."""
+    page = (ROOT / "docs" / "gradient_checking.md").read_text()
+    assert 'print(experiment["epsilon_table"](errors))' in page and "print(report)" in page
 
 
 def _run(notebook, page: str, manager) -> None:
