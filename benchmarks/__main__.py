@@ -2,7 +2,8 @@
 
 Each side of a comparison runs in its own fresh process, warmed up, in interleaved rounds, every
 side first checked against PyTorch's float64 results (``benchmarks/harness.py``). Run from the
-repository root: ``python -m benchmarks`` (several minutes on 2 cores), ``--quick`` (a smoke test
+repository root: ``python -m benchmarks`` (several minutes on 2 cores; ``text`` trains nanoGPT's
+laptop model 200 steps on each side and times its step with 1 and all threads), ``--quick`` (a smoke test
 of a few seconds), ``--only mlp chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
 a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 from .options import add_process_options, apply_process_options
 
-WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse")
+WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse", "text")
 SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
 INSTALL = {"torch": "python -m pip install torch==2.13.0", "mygrad": "python -m pip install mygrad"}
 
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     apply_process_options(parser, args)     # before NumPy loads its thread pool, here and in the workers
     from .harness import describe_environment, describe_side, format_table
     from .specs import rows
+    from .text import STEPS, text_rows
     from .workloads import Settings, compare, peak_memory, train_reverse
 
     sides, missing = installed_sides(args.sides)
@@ -89,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         table += peak_memory(settings)
     if "reverse" in args.only:
         table += train_reverse(settings)
+    if "text" in args.only:     # nanoGPT's laptop model on text beside PyTorch (benchmarks/text.py)
+        table += text_rows(sides, 3 if args.quick else STEPS, settings.rounds, settings.target,
+                           settings.keep_freed_memory, args.threads)
     for side, info in described.items():
         print(describe_side(side, info))
     print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; "

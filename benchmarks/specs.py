@@ -20,6 +20,10 @@ import numpy as np
 
 TRAIN = {"vocab": 16, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "batch": 64, "seq": 32}
 LEARNING_RATE = {"mlp": 0.1, "train": 1e-3}     # SGD for the MLP, Adam for the transformer
+# nanoGPT's configuration for a laptop CPU (its README), on the characters of Python's help topics
+# (103 distinct): trained with AdamW at a constant rate, gradients clipped to norm 1.
+NANOGPT = {"vocab": 103, "d_model": 128, "heads": 4, "layers": 4, "d_ff": 512, "batch": 12, "seq": 64}
+TEXT_TRAINING = {"lr": 1e-3, "weight_decay": 0.01, "clip": 1.0}
 
 
 @dataclass(frozen=True)
@@ -112,3 +116,22 @@ def transformer_weights(rng: np.random.Generator, sizes: dict) -> dict[str, np.n
     weights.update(norm("ln_f"))
     weights.update(linear("head", d, v))
     return weights
+
+
+def text_batches(steps: int, sizes: dict, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, targets), int64 (steps, batch, seq): random windows of the first 90% of Python's help
+    topics as character ids (the characters sorted), targets the next characters: what
+    ``tinygrad-attn train text`` trains on, drawn here so that a side's process loads nothing but
+    NumPy (the text is tinygrad_attn.text.corpus.default_corpus's)."""
+    from pydoc_data.topics import topics
+
+    text = "".join(topics[name] for name in sorted(topics))
+    chars = sorted(set(text))
+    if len(chars) != sizes["vocab"]:
+        raise ValueError(f"benchmarks: this Python's help topics have {len(chars)} characters, "
+                         f"not {sizes['vocab']}")
+    ids = np.searchsorted(np.array(chars), np.array(list(text)))                  # each character's id
+    train = ids[:len(ids) - len(ids) // 10]
+    starts = np.random.default_rng(seed).integers(0, len(train) - sizes["seq"], (steps, sizes["batch"]))
+    windows = train[starts[..., None] + np.arange(sizes["seq"] + 1)]           # (steps, batch, seq + 1)
+    return windows[..., :-1], windows[..., 1:]

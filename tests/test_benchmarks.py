@@ -39,7 +39,10 @@ def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
                 r"peak memory n = 256, 1 head: our plain kernel +\| [\d.]+ MiB",
                 r"peak memory n = 256, 1 head: our flash kernel +\| [\d.]+ MiB",
                 r"peak memory n = 256: flash / plain \(ours\) +\| [\d.]+ ",
-                r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20"]
+                r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20",
+                r"nanoGPT laptop config on help-topic text: loss after 3 AdamW steps \(float32\) +\| "
+                r"[\d.]+ \(from 4\.8\d+\)",
+                r"nanoGPT laptop config train step \(Adam\), batch 12 × 64, 1 thread +\| [\d.]+ ms"]
     assert len(rows) == len(expected), out
     for row, pattern in zip(rows, expected):
         assert re.match(r"\| " + pattern, row), (pattern, row)
@@ -138,3 +141,33 @@ def test_fresh_process_times_each_side_alone_and_gives_the_ratio_per_process(cap
         assert float(ms) > 0 and int(faults.replace(",", "")) >= 0
     assert re.search(r"NumPy by hand / tinygrad_attn, process by process: [\d.]+× \(median [\d.]+×; "
                      r"below 1: NumPy by hand is faster\)", out)
+
+
+def test_text_batches_are_windows_of_the_text_commands_training_split():
+    from tinygrad_attn.text import CharTokenizer
+    from tinygrad_attn.text.corpus import default_corpus
+    from tinygrad_attn.training.text_task import TextTask
+
+    ids, targets = specs.text_batches(4, specs.NANOGPT)
+    assert ids.shape == targets.shape == (4, 12, 64)
+    text = default_corpus()
+    task = TextTask.from_text(text, CharTokenizer.from_text(text), block_size=64)
+    train = task.train_ids
+    starts = np.random.default_rng(1).integers(0, len(train) - 64, (4, 12))
+    np.testing.assert_array_equal(ids, train[starts[..., None] + np.arange(64)])
+    np.testing.assert_array_equal(targets, train[starts[..., None] + np.arange(1, 65)])
+
+
+def test_text_losses_of_ours_and_pytorch_agree_step_by_step():
+    pytest.importorskip("torch")
+    import tinygrad_attn as ta
+    from benchmarks.sides import peer_torch
+
+    before = ta.get_default_dtype()
+    try:
+        mine = ours.text_losses(specs.NANOGPT, 3)
+    finally:
+        ta.set_default_dtype(before)
+    theirs = peer_torch.text_losses(specs.NANOGPT, 3)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-4)
+    assert mine[-1] < mine[0]

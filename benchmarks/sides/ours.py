@@ -116,3 +116,25 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
         return _trainer(model, lambda: F.cross_entropy(model(ids), targets),
                         optim.Adam(model.parameters(), lr=specs.LEARNING_RATE["train"]), names)
     return None
+
+
+def text_losses(sizes: dict, steps: int) -> list[float]:
+    """The float32 losses of `steps` AdamW steps (clipped, constant rate) of the TinyTransformer of
+    `sizes`, from the specs' initial weights, on ``specs.text_batches``."""
+    ta.set_default_dtype(np.float32)
+    model = nn.TinyTransformer(sizes["vocab"], sizes["d_model"], sizes["heads"], sizes["layers"],
+                               max_len=sizes["seq"], d_ff=sizes["d_ff"])
+    model.load_state_dict({name: array.astype(np.float32) for name, array
+                           in specs.transformer_weights(np.random.default_rng(0), sizes).items()})
+    training = specs.TEXT_TRAINING
+    optimizer = optim.AdamW(model.parameters(), lr=training["lr"], weight_decay=training["weight_decay"])
+    ids, targets = specs.text_batches(steps, sizes)
+    losses = []
+    for step in range(steps):
+        loss = F.cross_entropy(model(ta.Tensor(ids[step])), ta.Tensor(targets[step]))
+        optimizer.zero_grad()
+        loss.backward()
+        optim.clip_grad_norm(optimizer.params, training["clip"])
+        optimizer.step()
+        losses.append(loss.item())
+    return losses

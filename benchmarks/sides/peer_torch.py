@@ -159,6 +159,30 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
     return None
 
 
+def text_losses(sizes: dict, steps: int) -> list[float]:
+    """The float32 losses of `steps` AdamW steps (clipped, constant rate) of the TinyTransformer of
+    `sizes`, from the specs' initial weights, on ``specs.text_batches``."""
+    model = TinyTransformer(sizes["vocab"], sizes["d_model"], sizes["heads"], sizes["layers"], sizes["seq"],
+                            sizes["d_ff"])
+    arrays = {name: array.astype(np.float32) for name, array
+              in specs.transformer_weights(np.random.default_rng(0), sizes).items()}
+    _load(model, arrays, {own: own for own, _ in model.named_parameters()})
+    training = specs.TEXT_TRAINING
+    optimizer = torch.optim.AdamW(model.parameters(), lr=training["lr"],
+                                  weight_decay=training["weight_decay"])
+    ids, targets = (torch.from_numpy(a) for a in specs.text_batches(steps, sizes))
+    losses = []
+    for step in range(steps):
+        logits = model(ids[step])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[step].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), training["clip"])
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 def math_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: torch.Tensor) -> torch.Tensor:
     """softmax(Q Kᵀ/√d, causal) V written out: the (n, n) matrix is held."""
     scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
