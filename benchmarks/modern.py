@@ -1,4 +1,4 @@
-"""The workloads of issue 19: grouped-query attention, flash with a sliding window, the Llama train step.
+"""The modern attention workloads: grouped-query attention, flash with a sliding window, the Llama train step.
 
     python -m benchmarks.modern [--quick] [--only gqa window llama] [--rounds N] [--threads N]
                                 [--clock wall|cpu] [--idle S]

@@ -33,7 +33,7 @@ class Settings:
     clock: str                  # "wall" or "cpu" (see worker.py)
     keep_freed_memory: bool
     memory_size: int
-    reverse_steps: int | None   # None: the default TrainConfig (the run)
+    reverse_steps: int | None   # None: the default TrainConfig (the full run)
 
 
 def compare(workload: Workload, settings: Settings, describe: dict[str, dict]) -> Row:

@@ -183,7 +183,7 @@ def parse_step(text: str) -> tuple[dict[str, np.ndarray], float]:
 
 
 def test_every_number_of_the_attention_step_can_be_recomputed_from_its_printed_text():
-    """The issue's learner check: from the printed step alone (parsed), S, P, D and every gradient
+    """The learner's check: from the printed step alone (parsed), S, P, D and every gradient
     follow from the printed Q, K, V, O, dO, mask and scale, within the 4 printed decimals."""
     example = EXAMPLES["head"]()
     step = next(s for s in ta.backprop_steps(example.loss, tokens=example.tokens)

@@ -127,7 +127,7 @@ def test_gradcheck_of_a_vector_output_says_the_values_are_of_the_projection():
         ta.gradcheck(lambda t: apply(_ThreeQuarterMul, t, t), [x])
 
 
-# ----- issue #22: the last silent failures on the tensor side -----
+# ----- inputs that once failed silently on the tensor side -----
 @pytest.mark.parametrize("setting, value, message", [
     ("eps", float("nan"), "eps must be a finite number > 0, got nan"),
     ("eps", 0.0, "eps must be a finite number > 0, got 0.0"),

@@ -1,4 +1,4 @@
-"""Bad input on the training side (issues #13 and #14): module sizes, optimizer settings, training
+"""Bad input on the training side: module sizes, optimizer settings, training
 settings, NaN training, output folders, devices, memory and files that are not checkpoints. Each
 case asserts the error's type and words; CLI cases also the exit code and a one-line message."""
 
@@ -162,7 +162,7 @@ def checkpoint_rngs(state):
 
 def test_cli_nan_training_keeps_no_weights_that_cannot_train_and_says_start_afresh(tmp_path, capsys):
     """--lr 1e30: step 1 blows the weights up to ~1e30 and step 2's loss is NaN. Those weights give
-    that NaN again whatever the learning rate, so they are not kept (issue #22)."""
+    that NaN again whatever the learning rate, so they are not kept."""
     out = tmp_path / "run"
     code = cli.main(["train", "copy", "--steps", "20", *SMALL, "--lr", "1e30", "--warmup", "0",
                      "--save-every", "1", "--out", str(out)])
@@ -323,7 +323,7 @@ def test_held_out_pools_are_counted_exactly_and_bound_the_eval_size():
     assert get_task("copy").count_held_out(stop_at=500) >= 500
 
 
-# ----- issue #22: the last silent failures on the training side -----
+# ----- inputs that once failed silently on the training side: task prompts, run files, settings -----
 @pytest.mark.parametrize("task, text, expected", [
     ("add", "1 + 2 = 3", "add: expected 'a + b' (optionally ending in '='), a and b whole numbers of 1 to 3 "
                          "digits 0-9, like '42 + 199'; got '1 + 2 = 3'"),

@@ -1,5 +1,5 @@
-"""The issue-19 benchmark (python -m benchmarks.modern) runs in quick mode, each side in its own
-process, and prints a row per figure.
+"""The modern attention benchmark (python -m benchmarks.modern: GQA, sliding window, Llama step)
+runs in quick mode, each side in its own process, and prints a row per figure.
 
 Timings are not asserted: speed is measured by the benchmark, not by tests."""
 

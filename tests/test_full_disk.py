@@ -1,4 +1,4 @@
-"""A full disk never loses a run (issue #22): every file is written whole or not at all, a failed
+"""A full disk never loses a run: every file is written whole or not at all, a failed
 write is one line naming the file and the space it needs, and an earlier checkpoint is kept.
 
 The real failures come from a file-size limit (``RLIMIT_FSIZE``, no root needed) set in a child

@@ -1,4 +1,4 @@
-"""Runs that survive Ctrl-C exactly and never lose work (issue #14): a real SIGINT at a random step
+"""Runs that survive Ctrl-C exactly and never lose work: a real SIGINT at a random step
 then --resume gives the uninterrupted run's losses exactly; Ctrl-C takes effect at a step
 boundary (twice: at once, without saving); run folders are locked, never mixed, resumed in place."""
 

@@ -1,4 +1,4 @@
-"""Grad mode and anomaly mode are per thread, as in PyTorch (issue #22): two real threads whose
+"""Grad mode and anomaly mode are per thread, as in PyTorch: two real threads whose
 steps interleave in a fixed order (each waits for its turn on an Event)."""
 
 import sys

@@ -567,7 +567,7 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
                       return_weights, 0.0, enable_gqa=enable_gqa, window=window, block_size=block_size)
 
 
-# ----- the losses and activations beyond the above, with PyTorch's names and defaults (issue 21) -----
+# ----- the losses and activations beyond the above, with PyTorch's names and defaults -----
 
 def _check_reduction(op: str, reduction: str) -> None:
     if reduction not in ("mean", "sum", "none"):
