@@ -21,6 +21,7 @@ from benchmarks.sides import bare_numpy, ours
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
                     reason="the memory workload reads Linux's /proc/self (peak resident size)")
+@pytest.mark.slow
 def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test
@@ -128,6 +129,7 @@ def test_idle_defaults_to_zero_with_one_thread_and_to_the_spin_time_with_more(mo
         assert args.idle == idle, argv
 
 
+@pytest.mark.slow
 def test_fresh_process_times_each_side_alone_and_gives_the_ratio_per_process(capsys, monkeypatch):
     from benchmarks import fresh_process
 

@@ -14,6 +14,7 @@ from benchmarks import modern
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
                     reason="the GQA memory rows read Linux's /proc/self (peak resident size)")
+@pytest.mark.slow
 def test_quick_run_prints_every_row(capsys, monkeypatch):
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test

@@ -13,6 +13,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 
 
+@pytest.mark.slow
 def test_train_writes_checkpoint_metrics_and_plots_and_sample_answers(tmp_path, capsys):
     out = tmp_path / "copy"
     # A model of width 32 at a high learning rate learns copy in 250 steps (the default run: 1000).

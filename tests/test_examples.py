@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,6 +61,7 @@ def test_attention_by_hand_prints_the_worked_example_matrices():
     assert out.rstrip().endswith("dX is the sum of its three paths: checked")
 
 
+@pytest.mark.slow
 def test_sqrt_dk_experiment_table_and_plot(tmp_path):
     out = run_example("04_why_sqrt_dk.py", "--plot", str(tmp_path / "p.png"))
     rows = {int(m[0]): [float(x) for x in m[1:]] for m in
@@ -75,6 +77,7 @@ def test_sqrt_dk_experiment_table_and_plot(tmp_path):
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_training_comparison_runs_on_a_small_budget():
     """The table's format only: 2 × 12 steps (the comparison itself needs the default 300)."""
     out = run_example("05_train_without_scaling.py", "--steps", "12", "--eval-size", "10")
@@ -83,6 +86,7 @@ def test_training_comparison_runs_on_a_small_budget():
     assert re.search(r"1 \(none\) \|\s+\d\.\d{4} \|\s+\d+\.\d%", out)
 
 
+@pytest.mark.slow
 def test_length_generalisation_runs_on_a_small_budget():
     out = run_example("09_length_generalisation.py", "--steps", "3", "--lists", "4")
     cell = r"\s+\d+\.\d% /\s+\d+\.\d% \|"
@@ -90,6 +94,7 @@ def test_length_generalisation_runs_on_a_small_budget():
         assert re.search(rf"^\s*{positions} \|" + cell * 5 + r" \d+ s$", out, re.M), out
 
 
+@pytest.mark.slow
 def test_positions_for_add_prints_a_row_per_model_on_a_small_budget():
     out = run_example("10_positions_for_add.py", "--steps", "3", "--seeds", "0", "1", "--eval-size", "8")
     assert "add, 3 steps, d_model 64, 4 heads, 2 layers; held-out exact match on 8 prompts per seed" in out
@@ -105,6 +110,7 @@ def test_multi_head_shapes_example():
     assert out.rstrip().endswith("both traces equal nn.MultiHeadAttention's output")
 
 
+@pytest.mark.slow
 def test_epsilon_experiment_shows_truncation_then_round_off_as_gradient_checking_md_says(tmp_path):
     """The figures docs/gradient_checking.md quotes (and its plot's command) are these."""
     out = run_example("02_gradcheck_report.py", "--epsilon", "--plot", str(tmp_path / "eps.png"))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tinygrad_attn.commands import check as check_command
 from tinygrad_attn.commands.check import find_exercise, verdict
 from tinygrad_attn.commands.cli import main
 from tinygrad_attn.commands.exercises import run_child
@@ -179,11 +180,22 @@ def test_a_solution_that_exits_is_never_a_pass(tmp_path, capsys, ending):
 
 
 def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path, capsys):
+    """The limit times the solution only, from the import of the learner's file (about 10 ms here
+    before case 1 starts): the child's own start, seconds on a busy machine, is not counted."""
     path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, LOOP)
-    code, out = check_in_child(path, capsys, "--timeout", "1")
+    code, out = check_in_child(path, capsys, "--timeout", "2")
     assert code == 1
     assert out == ("01_softmax_backward.py: case 1 of 3 (one row of 4 logits; inputs x (4,)) did not finish "
-                   "within 1 s (an endless loop?). Give it longer with --timeout SECONDS.\n")
+                   "within 2 s (an endless loop?). Give it longer with --timeout SECONDS.\n")
+
+
+def test_a_child_that_does_not_start_in_time_is_not_blamed_on_the_solution(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(check_command, "STARTUP_LIMIT", 0.0)      # no Python starts in no time
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, SOFTMAX_BODY)
+    code, out = check_in_child(path, capsys)
+    assert code == 1
+    assert out == ("01_softmax_backward.py: the checker's process did not start within 0 s (a very busy "
+                   "machine?); your file was not run. Try again.\n")
 
 
 def test_ctrl_c_stops_the_check_without_a_traceback(tmp_path):
@@ -191,13 +203,13 @@ def test_ctrl_c_stops_the_check_without_a_traceback(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}          # where the checker keeps the child's report
     command = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "check", str(path)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    for _ in range(200):                # until the child has started case 1 (or 20 s have passed)
+    for _ in range(3000):               # until the child has started case 1 (or 300 s have passed)
         time.sleep(0.1)
         reports = tmp_path.glob("*/report.jsonl")
         if command.poll() is not None or any("start" in p.read_text() for p in reports):
             break
     command.send_signal(signal.SIGINT)
-    out, err = command.communicate(timeout=20)
+    out, err = command.communicate(timeout=300)
     assert command.returncode == 130 and "Traceback" not in err
     assert out.startswith("01_softmax_backward.py: check interrupted (Ctrl-C)")
 

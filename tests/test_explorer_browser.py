@@ -16,6 +16,8 @@ from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.explorer import explore
 from tinygrad_attn.viz.stepper import backprop_steps
 
+pytestmark = pytest.mark.slow          # a real browser: outside the quick inner loop, in CI
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
@@ -52,7 +54,7 @@ def open_page(browser, path):
     """Load the page and wait until its script has shown the first step. A large file:// page can
     still be parsing when ``get`` returns (seen about 1 load in 15 on the model page)."""
     browser.get(path.resolve().as_uri())
-    WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+    WebDriverWait(browser, 300).until(lambda b: b.execute_script(
         "return document.readyState === 'complete' && document.getElementById('panel') !== null"
         " && document.getElementById('panel').dataset.step !== undefined"))
 

@@ -43,7 +43,7 @@ def run_limited(limit, *argv, when="now"):
     """The CLI in a child process whose files may not grow past `limit` bytes: (exit code, stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", CHILD, str(limit), when, *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     return done.returncode, done.stderr
 
 
@@ -58,6 +58,7 @@ def needed(line):
     return float(number) * {"bytes": 1, "kB": 1e3, "MB": 1e6}[unit]
 
 
+@pytest.mark.slow
 def test_a_first_save_past_the_file_size_limit_is_one_line_and_leaves_no_partial_file(tmp_path):
     out = tmp_path / "run"
     code, err = run_limited(20_000, "train", "reverse", "--steps", "3", *SMALL, "--out", str(out))
@@ -69,6 +70,7 @@ def test_a_first_save_past_the_file_size_limit_is_one_line_and_leaves_no_partial
     assert sorted(p.name for p in out.iterdir()) == []          # no checkpoint, no temporary, no lock
 
 
+@pytest.mark.slow
 def test_a_failed_save_keeps_the_previous_checkpoint_intact(tmp_path):
     out = tmp_path / "run"
     code, err = run_limited(10**9, "train", "reverse", "--steps", "6", "--stop-after", "2", *SMALL,
@@ -87,6 +89,7 @@ def test_a_failed_save_keeps_the_previous_checkpoint_intact(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.npz"]
 
 
+@pytest.mark.slow
 def test_plots_that_cannot_be_written_never_lose_the_checkpoint(tmp_path):
     out = tmp_path / "run"
     code, err = run_limited(1000, "train", "reverse", "--steps", "3", *SMALL, "--out", str(out), when="plots")

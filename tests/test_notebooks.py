@@ -57,6 +57,7 @@ def test_a_changed_page_is_noticed(tmp_path, monkeypatch):
     assert build.text_of("softmax") != before
 
 
+@pytest.mark.slow
 def test_every_notebook_runs_top_to_bottom():
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import start_new_kernel
@@ -117,7 +118,7 @@ def test_the_failing_gradcheck_report_and_the_epsilon_table_are_in_their_pages()
 
 def _run(notebook, page: str, manager) -> None:
     """Execute `notebook` in the kernel of `manager`, failing the test with the cell's error."""
-    runner = nbclient.NotebookClient(notebook, km=manager, timeout=120, kernel_name="python3")
+    runner = nbclient.NotebookClient(notebook, km=manager, timeout=600, kernel_name="python3")
     try:
         runner.execute()
     except nbclient.exceptions.CellExecutionError as error:

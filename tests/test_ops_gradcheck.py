@@ -18,12 +18,11 @@ def run_case(op: type[Op], case: Case, rng: np.random.Generator, device: str = "
     return ta.gradcheck(lambda *xs: apply(op, *xs, **case.params), inputs)
 
 
-def test_registry_is_complete():
+def test_registry_is_complete_and_every_formula_is_text():
+    """``@register`` already refuses an op without cases or whose formula does not name its inputs;
+    it lets through a formula entry that is not text, which this catches."""
     assert len(REGISTRY) >= 25
     for name, op in REGISTRY.items():
-        assert op.name == name
-        assert op.cases, f"{name} has no gradcheck case"
-        assert tuple(op.formula) == op.input_names(), name
         assert all(f is None or (isinstance(f, str) and f) for f in op.formula.values()), name
         # `formula` is what a learner reads for each input; a backward docstring is optional, for
         # the derivation and the edge cases where the formula alone does not say them.

@@ -174,6 +174,7 @@ def test_the_device_fixture_runs_cuda_on_the_stand_in_without_a_gpu(device):
     assert isinstance(x.data, StrictArray) == (device == "cuda" and not REAL_CUDA)
 
 
+@pytest.mark.slow
 def test_the_train_command_runs_and_resumes_on_cuda(strict_cuda, tmp_path, capsys):
     from tinygrad_attn.commands import cli
     run = str(tmp_path / "run")

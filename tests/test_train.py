@@ -25,6 +25,7 @@ from tinygrad_attn.training.tasks import END, SEP, get_task
 TINY = dict(steps=24, d_model=16, num_heads=2, num_layers=1, batch_size=16, warmup=4)
 
 
+@pytest.mark.slow
 def test_reverse_learns_within_200_steps():
     """The threshold test: a small model on the held-out reverse prompts (~2 s)."""
     config = TrainConfig(steps=200, d_model=32, batch_size=32, warmup=20, lr=1e-2)

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .exercises import EXERCISES, Exercise, case_count
@@ -25,6 +26,9 @@ __all__ = ["ExerciseFileError", "add_parser", "check_file", "find_exercise", "ru
 HOW = {"online_softmax": "values checked against the whole-row softmax",
        "scalar_engine": "gradients checked against tinygrad_attn's engine",
        "numeric_gradient": "values checked against exact gradients"}
+
+
+STARTUP_LIMIT = 300.0       # seconds the child may take to start, before the solution's time begins
 
 
 class ExerciseFileError(Exception):
@@ -56,6 +60,7 @@ def check_file(path: Path, timeout: float = 30.0) -> tuple[int, str]:
         child = subprocess.Popen([sys.executable, "-m", "tinygrad_attn.commands.exercises",
                                   str(path), str(report), name], start_new_session=True)
         try:
+            _wait_until_ready(child, report)
             returncode: int | None = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             returncode = None
@@ -69,6 +74,17 @@ def check_file(path: Path, timeout: float = 30.0) -> tuple[int, str]:
                 child.kill()
                 child.wait()
         return verdict(path.name, name, exercise, _entries(report), returncode, timeout)
+
+
+def _wait_until_ready(child: subprocess.Popen, report: Path) -> None:
+    """Wait while the child starts Python and imports NumPy and tinygrad_attn, until it writes its
+    first line (before it imports the learner's file), so that `timeout` times the solution only:
+    on a busy machine the start alone can take seconds. Raises TimeoutExpired after STARTUP_LIMIT s."""
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while report.stat().st_size == 0 and child.poll() is None:
+        if time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(child.args, STARTUP_LIMIT)
+        time.sleep(0.01)
 
 
 def _entries(report: Path) -> list[dict]:
@@ -97,6 +113,9 @@ def verdict(file: str, name: str, exercise: Exercise, entries: list[dict], retur
     if "fail" in last:
         return 1, f"{file}: {where} failed:\n  {last['message']}"
     passed = sum("passed" in e for e in entries)
+    if returncode is None and not entries:
+        return 1, (f"{file}: the checker's process did not start within {STARTUP_LIMIT:g} s (a very busy "
+                   f"machine?); your file was not run. Try again.")
     if returncode is None:
         return 1, (f"{file}: {where or 'importing your file'} did not finish within {timeout:g} s "
                    f"(an endless loop?). Give it longer with --timeout SECONDS.")
@@ -125,5 +144,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", help="the exercise file, e.g. exercises/01_softmax_backward.py")
     parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds the solution may run for all cases together (default 30)")
+                        help="seconds the solution may run for all cases together, from the import of your "
+                             "file (default 30)")
     parser.set_defaults(run=run)

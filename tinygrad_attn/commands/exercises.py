@@ -1,8 +1,9 @@
 """The exercises the ``check`` command knows, and their cases, checked one by one.
 
 This module runs in the child process that ``check`` starts (``python -m
-tinygrad_attn.commands.exercises FILE REPORT``): it imports the learner's file and writes one JSON
-line per case to REPORT, ``{"start": n}`` before case n and then ``{"pass": n}`` or ``{"fail": n,
+tinygrad_attn.commands.exercises FILE REPORT``): it writes ``{"ready": true}`` to REPORT once
+started (the solution's time limit begins there), imports the learner's file and writes one JSON
+line per case, ``{"start": n}`` before case n and then ``{"pass": n}`` or ``{"fail": n,
 "message": …}``. The parent (``check.py``) reads that report, so a solution that exits, hangs or
 crashes the interpreter can never look like a pass.
 
@@ -393,6 +394,7 @@ def run_child(path: Path, report_path: Path, name: str) -> None:
         def send(**entry: Any) -> None:
             report.write(json.dumps(entry) + "\n")
             report.flush()
+        send(ready=True)                            # started: the solution's time limit begins
         try:
             module = load(path)
         except Exception as error:                  # the learner's file: any error is theirs to see
