@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from test_ops_gradcheck import ALL_CASES  # every op × case, as the gradcheck runs them
 
+from tinygrad_attn.float_errors import quiet_float_errors
 from tinygrad_attn.gradcheck import case_inputs
 from tinygrad_attn.ops import REGISTRY
-from tinygrad_attn.ops.base import Case, Context, quiet_float_errors
+from tinygrad_attn.ops.base import Case, Context
 
 
 def case_arrays(case: Case, rng: np.random.Generator) -> list:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from . import engine
 from .backend import array_module, device_of, ones
 from .errors import DeviceError, ShapeError
+from .float_errors import restore_float_errors, silence_float_errors
 from .guards import anomaly
-from .ops.base import Context, Op, restore_float_errors, silence_float_errors
+from .ops.base import Context, Op
 from .scopes import current_scope
 
 if TYPE_CHECKING:

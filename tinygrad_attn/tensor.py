@@ -20,9 +20,9 @@ from .apply import apply, seed_gradient
 from .backend import device_of, to_device, to_numpy, xp_for
 from .dtypes import get_default_dtype, is_float
 from .errors import DeviceError, ShapeError
+from .float_errors import quiet_float_errors
 from .guards.axes import normalize_axis
 from .guards.shapes import broadcast_shape, check_concat, check_stack
-from .ops.base import quiet_float_errors
 from .ops.selection import Where
 from .ops.shape import Concat, Stack
 from .tensor_methods import TensorMethods, as_mask

@@ -18,6 +18,7 @@ from .apply import apply
 from .backend import device_of, xp_for
 from .dtypes import as_float
 from .errors import DeviceError, ShapeError
+from .float_errors import quiet_float_errors
 from .guards.axes import normalize_axes, normalize_axis
 from .guards.indexing import check_index
 from .guards.shape_arguments import (
@@ -39,7 +40,6 @@ from .guards.shapes import (
 )
 from .ops.activations import GELU_FORMS, Gelu, Relu, Sigmoid, Silu
 from .ops.arithmetic import Add, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
-from .ops.base import quiet_float_errors
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
 from .ops.matmul import MatMul
 from .ops.movement import Diagonal, Flip, Pad, Repeat, RepeatInterleave, Roll, Tril, Triu

@@ -21,50 +21,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from types import MappingProxyType, ModuleType
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BROADCAST_CASES", "UNARY_CASES", "Case", "Context", "Op", "cast_back", "quiet_float_errors",
-           "restore_float_errors", "silence_float_errors", "single_for_half"]
-
-_QUIET = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
-try:    # NumPy 2 keeps the float-error state in a context variable (per thread), which errstate sets
-    from numpy._core._ufunc_config import _extobj_contextvar as _error_state
-except ImportError:         # NumPy 1.x: np.seterr (per thread too)
-    _error_state = None
-_quieted: tuple[Any, Any] = (None, None)   # (a caller's error state, the same with _QUIET applied)
-
-
-def quiet_float_errors() -> AbstractContextManager:
-    """Let NumPy give inf or NaN without a RuntimeWarning (overflow in exp, log 0, x/0), as PyTorch
-    does; ``detect_anomaly`` still reports them. CuPy never warns, so this only affects NumPy."""
-    return np.errstate(**_QUIET)
-
-
-def silence_float_errors() -> Any:
-    """What entering ``quiet_float_errors()`` does, for the per-op path (``apply``): a token for
-    ``restore_float_errors``. An errstate costs about 1.5 µs to build and enter, a fifth of a
-    small op; on NumPy 2 this sets the error-state variable to a state derived once per caller's
-    state (the caller's other settings, such as ``under``, are kept), about 0.25 µs."""
-    global _quieted
-    if _error_state is None:
-        return np.seterr(**_QUIET)
-    current, quieted = _error_state.get(), _quieted
-    if quieted[0] is not current:
-        with np.errstate(**_QUIET):
-            quieted = _quieted = (current, _error_state.get())  # one tuple: no thread mixes two pairs
-    return _error_state.set(quieted[1])
-
-
-def restore_float_errors(token: Any) -> None:
-    """Put back the float-error state that ``silence_float_errors`` replaced."""
-    if _error_state is None:
-        np.seterr(**token)
-    else:
-        _error_state.reset(token)
+__all__ = ["BROADCAST_CASES", "UNARY_CASES", "Case", "Context", "Op", "cast_back", "single_for_half"]
 
 
 def single_for_half(*arrays: Any) -> tuple[Any, ...]:
