@@ -324,10 +324,26 @@ def test_dtype_table_is_current():
     from tinygrad_attn.commands.dtypes import dtype_table
 
     table = dtype_table()
-    assert "| x / x, x / 2 | float32 | float32 | float16 | float32 | float64 |" in table
-    assert "| mean, var, std, logsumexp | float32 | float32 | float16 | float32 | float64 |" in table
+    assert "| div | float32 | float32 | float16 | float32 | float64 |" in table
+    assert "| mean | float32 | float32 | float16 | float32 | float64 |" in table
     doc = (Path(__file__).resolve().parents[1] / "docs" / "dtypes.md").read_text()
     assert doc == table, "docs/dtypes.md is stale: run `tinygrad-attn dtypes > docs/dtypes.md`"
+
+
+def test_dtype_table_has_every_registered_op_and_each_runs_on_floats():
+    """The rows come from the registry, so a new op gets one; an op whose Tensor method or F
+    function the generic call does not fit fails here (float32 and float64 must give a dtype) until
+    CALLS in commands/dtypes.py says how to call it."""
+    from tinygrad_attn.commands.dtypes import CALLS, INPUT_DTYPES, op_rows
+    from tinygrad_attn.ops import REGISTRY
+
+    rows = op_rows()
+    labels = {name.strip() for label, _ in rows for name in label.split(", ")}
+    for name in REGISTRY:
+        assert set(CALLS[name]) <= labels if name in CALLS else {name, f"F.{name}"} & labels, name
+    for label, cells in rows:
+        floats = dict(zip(INPUT_DTYPES, cells, strict=True))
+        assert (floats["float32"], floats["float64"]) == ("float32", "float64"), label
 
 
 def test_ops_doc_names_every_method_built_from_ops_and_what_is_out_of_scope():

@@ -1,16 +1,21 @@
-"""``tinygrad-attn ops``: every registered op with its backward formula, as a Markdown table.
+"""``tinygrad-attn ops``: every registered op with its backward formula, and every file of
+``ops/`` with what it holds, as Markdown tables.
 
-``docs/ops.md`` is this table (a test keeps it current): regenerate it with
-``tinygrad-attn ops > docs/ops.md``.
+``docs/ops.md`` is this page (a test keeps it current): regenerate it with
+``tinygrad-attn ops > docs/ops.md``. A new op, or a new file in ``ops/``, shows up there.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
+import re
 
+from .. import ops
 from ..ops import REGISTRY
 
-__all__ = ["add_parser", "formula_table", "run"]
+__all__ = ["add_parser", "file_table", "formula_table", "run"]
 
 # What a learner can call that is not an op of its own: a composition of registered ops (as
 # PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
@@ -50,6 +55,7 @@ def formula_table() -> str:
         formulas = "<br>".join(f"`{f}`" if f else f"`{arg}`: no gradient"
                                for arg, f in op.formula.items()).replace("|", "\\|")
         lines.append(f"| `{name}` | {summary} | {formulas} | {len(op.cases)} |")
+    lines += ["", *file_table()]
     lines += ["", "## Built from the ops above", "", "| methods | are |", "|---|---|"]
     lines += [f"| {' '.join(f'`{n}`' for n in names.split())} | {how} |" for names, how in COMPOSED.items()]
     lines += ["", "**Without a gradient** (bool or integer results, never in a graph): "
@@ -58,6 +64,19 @@ def formula_table() -> str:
               + " ".join(f"`{n}`" for n in CONSTRUCTORS.split()) + ".", "",
               f"**Out of scope:** {OUT_OF_SCOPE}."]
     return "\n".join(lines) + "\n"
+
+
+def file_table() -> list[str]:
+    """The lines of a table of every module of ``ops/``: its docstring's first sentence and the
+    ops registered in it (none for the contract, the registry and the helpers)."""
+    lines = ["## The files of `tinygrad_attn/ops/`", "", "| file | holds | ops |", "|---|---|---|"]
+    for info in pkgutil.iter_modules(ops.__path__):
+        module = importlib.import_module(f"{ops.__name__}.{info.name}")
+        paragraph = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+        sentence = re.split(r"(?<! al)\. (?=[A-Z])", paragraph)[0].rstrip(".").replace("``", "`") + "."
+        names = " ".join(f"`{n}`" for n, op in REGISTRY.items() if op.__module__ == module.__name__)
+        lines.append(f"| `ops/{info.name}.py` | {sentence.replace('|', chr(92) + '|')} | {names or '-'} |")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
