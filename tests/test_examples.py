@@ -33,6 +33,12 @@ def test_readme_example_computes_the_stated_gradients(capsys):
     assert "dx = dy ⊙ (1 − y²)" in capsys.readouterr().out
 
 
+def test_ci_runs_exactly_the_test_command_the_readme_gives():
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"Install and run the tests.*?```\n(.*?)\n```", readme, re.S).group(1)
+    assert (ROOT / ".ci" / "run").read_text().splitlines()[-1] == command
+
+
 def test_every_readme_python_block_runs():
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) >= 2

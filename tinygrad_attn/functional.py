@@ -543,7 +543,7 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
             query's window are never visited, so the time grows as n · window, not n².
         block_size: keys per block. 256 keeps the tiles big enough for BLAS: at n = 4096 the
             peak memory of forward + backward is about 1/20 of the plain kernel's, and the time
-            no worse (``examples/bench_attention.py``).
+            no worse (``python -m benchmarks.flash_vs_plain``).
 
     Returns:
         The output `(..., n_q, d_v)`, or `(output, weights)`; equal to the plain kernel's up to

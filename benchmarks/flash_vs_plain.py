@@ -6,7 +6,7 @@ each kernel `--repeats` times after one warm-up pass; the time is the median of 
 forward + backward, above what was allocated before it. The two kernels alternate, so machine
 noise hits both. The last line says, at the largest n, what share of the plain kernel's memory
 and time flash takes.
-Run: python examples/bench_attention.py [--sizes 512 2048 4096] [--repeats 5] [--causal]
+Run: python -m benchmarks.flash_vs_plain [--sizes 512 2048 4096] [--repeats 5] [--causal]
 """
 
 from __future__ import annotations
@@ -40,15 +40,16 @@ def peak_bytes(kernel, q, k, v, d_out, **kwargs) -> int:
         tracemalloc.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.flash_vs_plain",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 2048, 4096],
                         help="sequence lengths n (queries = keys = n)")
     parser.add_argument("--repeats", type=int, default=5, help="timed passes per kernel and n")
     parser.add_argument("--d-head", type=int, default=64, help="width of q, k and v")
     parser.add_argument("--block-size", type=int, default=256, help="flash attention's key block")
     parser.add_argument("--causal", action="store_true", help="is_causal=True for both kernels")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     kernels = {"plain": F.scaled_dot_product_attention,
                "flash": lambda *a, **kw: F.flash_attention(*a, **kw, block_size=args.block_size)}
