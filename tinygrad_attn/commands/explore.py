@@ -12,18 +12,17 @@ import argparse
 import sys
 
 from ..viz.explorer import explore
-from .example_options import EXAMPLES, build_example, example_parser
+from .example_options import build_example, describe, example_parser
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    example = build_example(args)
     try:
+        example = build_example(args)
         page = explore(example.loss, args.out, tokens=example.tokens, vocab=example.vocab,
-                       title=f"backprop explorer: {args.example} — {EXAMPLES[args.example].__doc__}",
-                       forward=args.forward)
-    except ValueError as error:         # an --out that cannot be written: say so, no traceback
+                       title=f"backprop explorer: {describe(args)}", forward=args.forward)
+    except (ValueError, OSError) as error:  # a bad model folder, text or --out: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)
         return 2
     ops = f"{page.forward_ops} forward ops, then " if page.forward_ops else ""

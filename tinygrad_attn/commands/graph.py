@@ -22,7 +22,11 @@ COLLAPSIBLE = {cls.__name__: cls for cls in (nn.MultiHeadAttention, nn.Transform
 
 
 def run(args: argparse.Namespace) -> int:
-    example = build_example(args)
+    try:
+        example = build_example(args)
+    except (ValueError, OSError) as error:      # a bad folder, text, layer or head: say so, no traceback
+        print(f"tinygrad-attn graph: {error}", file=sys.stderr)
+        return 2
     loss = example.loss
     loss.backward()
     start = time.perf_counter()

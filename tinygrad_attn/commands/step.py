@@ -10,6 +10,7 @@ Every array is labelled: a value (of S, P, …) or a gradient dL/d(·) of what i
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 
 from ..viz.example_graphs import Example
@@ -24,10 +25,15 @@ BACKWARD = "backward pass: from the loss back to the parameters, one op at a tim
 
 
 def run(args: argparse.Namespace) -> int:
-    example = build_example(args)
+    try:
+        example = build_example(args)
+    except (ValueError, OSError) as error:      # a bad folder, text, layer or head: say so, no traceback
+        print(f"tinygrad-attn step: {error}", file=sys.stderr)
+        return 2
     kind = "built from primitives (--unfused)" if args.unfused else "one fused op"
     attention = f" Attention is {kind}." if example.has_attention else ""
-    print(f"example {args.example!r}: {EXAMPLES[args.example].__doc__}{attention}")
+    print(f"example {args.example!r}: {EXAMPLES[args.example].__doc__}{attention}" if args.model is None
+          else f"model {args.model} on {args.text!r}.{attention}")
     print(example.intro)
     then = ("first the forward pass, op by op in the order they ran, then the backward pass from the loss "
             "back to the parameters" if args.forward else
@@ -50,7 +56,7 @@ def walk(example: Example, forward: bool) -> Iterator[str]:
         yield from (str(op) for op in ops)
         prefix = f"forward pass done: {len(ops)} ops (forward 0 to {len(ops) - 1}).\n{BACKWARD}\n\n"
     count = 0
-    for step in backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab):
+    for step in backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab, head=example.head):
         yield prefix + str(step)
         prefix, count = "", count + 1
     yield f"{count} steps (0 to {count - 1}); every parameter now holds its .grad"

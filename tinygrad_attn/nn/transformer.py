@@ -220,6 +220,15 @@ class TinyTransformer(Module):
             self._logits(ids, 0, None, maps)
         return maps
 
+    def embed(self, ids: Tensor, start: int = 0) -> Tensor:
+        """X (batch, seq, d_model): the token embeddings of `ids`, plus the position embeddings of
+        positions start … start + seq − 1 with learned positions (RoPE acts inside attention)."""
+        x = self.tok_emb(ids)                                           # (B, T, D)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(xp_for(self.head.weight.device).arange(start, start + ids.shape[1]))
+        x.name = "X"
+        return x
+
     def _logits(self, ids: Any, start: int, caches: list[LayerCache] | None,
                 maps: list[Tensor] | None = None) -> Tensor:
         ids = ids if isinstance(ids, Tensor) else Tensor(ids, device=self.head.weight.device)
@@ -228,10 +237,7 @@ class TinyTransformer(Module):
         if start + ids.shape[1] > self.max_len:
             raise ValueError(f"TinyTransformer: sequence of length {start + ids.shape[1]} is longer "
                              f"than max_len {self.max_len}")
-        x = self.tok_emb(ids)                                           # (B, T, D)
-        if self.pos_emb is not None:                                    # RoPE: positions act in attention
-            x = x + self.pos_emb(xp_for(self.head.weight.device).arange(start, start + ids.shape[1]))
-        x.name = "X"
+        x = self.embed(ids, start)
         for i, block in enumerate(self.blocks):
             x = block(x, is_causal=True, cache=None if caches is None else caches[i],
                       return_weights=maps is not None)

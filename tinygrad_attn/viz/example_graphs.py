@@ -40,6 +40,7 @@ class Example:
         intro: what to read first: the input, the targets and the predicted probabilities.
         vocab: the word of each logit (the columns of logits), or None where they are classes.
         has_attention: whether the model attends (the step command says how attention is built).
+        head: the one attention head whose matrices are printed (None: every head).
     """
 
     loss: Tensor
@@ -48,6 +49,7 @@ class Example:
     intro: str
     vocab: tuple[str, ...] | None = None
     has_attention: bool = True
+    head: int | None = None
 
 
 class AttentionHead(Module):

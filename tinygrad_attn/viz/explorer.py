@@ -30,13 +30,15 @@ from .dot import emit
 from .forward import ForwardStep, forward_steps
 from .image import layout, write_file
 from .layout import axis_names
-from .stepper import Step, axis_labels, backprop_steps, lead_label, param_text
+from .stepper import Step, axis_labels, backprop_steps, corner_indices, lead_label, param_text
 
-__all__ = ["Explorer", "NON_FINITE", "array_json", "explore", "foldable_modules", "forward_json", "graph_svg",
-           "graph_views", "step_json"]
+__all__ = ["EDGE", "Explorer", "NON_FINITE", "WHOLE_MATRIX", "array_json", "explore", "foldable_modules",
+           "forward_json", "graph_svg", "graph_views", "step_json"]
 
 
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
+WHOLE_MATRIX = 1024     # a matrix of more numbers is sent as its corners (see array_json)
+EDGE = 4
 
 
 def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
@@ -44,18 +46,37 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
                ) -> dict[str, Any] | None:
     """An array as {shape, data (flat, row-major), rows, cols, captions (one per matrix: 'batch 0,
     head 1', as the stepper labels them, `axes` saying a 4-D array's layout)}; ±inf and nan
-    become strings ("inf", "-inf", "nan") since JSON has no such numbers. None stays None."""
+    become strings ("inf", "-inf", "nan") since JSON has no such numbers. None stays None.
+
+    A matrix (the last two axes) of more than ``WHOLE_MATRIX`` numbers (a model's (tokens, 576)
+    activations, its (tokens, vocabulary) logits) is sent as NumPy prints it: its first and last
+    ``EDGE`` rows and columns, "…" between, with ``full_shape`` and its ``range`` (min, max), so
+    that a large model's page stays a few MB."""
     if array is None:
         return None
     values = to_numpy(array).astype(np.float64)
-    data = [v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
-            for v in values.reshape(-1).tolist()]
     rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
     captions = [lead_label(index, values.shape, axes, tokens) for index in np.ndindex(values.shape[:-2])] \
         if values.ndim > 2 else []
+    extra: dict[str, Any] = {}
+    gap = np.zeros(values.shape, dtype=bool)
+    matrix = values if values.ndim >= 2 else values.reshape(1, -1)
+    if values.ndim and matrix.shape[-2] * matrix.shape[-1] > WHOLE_MATRIX:
+        finite = values[np.isfinite(values)]
+        extra = {"full_shape": list(values.shape),
+                 "range": [float(finite.min()), float(finite.max())] if finite.size else None}
+        keep_rows, keep_cols = corner_indices(matrix.shape[-2], EDGE), corner_indices(matrix.shape[-1], EDGE)
+        small = matrix[..., [i or 0 for i in keep_rows], :][..., [j or 0 for j in keep_cols]]
+        gap = np.broadcast_to(np.array([[i is None or j is None for j in keep_cols] for i in keep_rows]),
+                              small.shape)
+        values, gap = (small, gap) if values.ndim >= 2 else (small[0], gap[0])
+        rows = [rows[i] if i is not None else "…" for i in keep_rows] if values.ndim >= 2 else rows
+        cols = [cols[j] if j is not None else "…" for j in keep_cols]
+    data = ["…" if hidden else v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
+            for v, hidden in zip(values.reshape(-1).tolist(), gap.reshape(-1).tolist())]
     integer = to_numpy(array).dtype.kind in "biu"          # masks, ids: shown as 1, 0, 3
     return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols, "captions": captions,
-            "integer": integer}
+            "integer": integer, **extra}
 
 
 def step_json(step: Step) -> dict[str, Any]:

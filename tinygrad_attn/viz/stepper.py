@@ -25,8 +25,8 @@ from .layout import axis_names
 from .notes import Notes, format_number, is_parameter
 
 __all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",
-           "backprop_steps", "format_array", "format_number", "label", "lead_label", "op_params",
-           "param_text"]
+           "backprop_steps", "corner_indices", "format_array", "format_number", "label", "lead_label",
+           "op_params", "param_text"]
 
 
 WHOLE = 64          # arrays up to this many elements print whole
@@ -84,6 +84,7 @@ class Step:
         tokens: labels of the sequence positions, for rows and columns (None: numbered).
         tensor: the output tensor itself.
         vocab: the words of the vocabulary, for the columns of logits (None: numbered).
+        head: the one head whose matrices are printed (None: every head).
     """
 
     index: int
@@ -106,6 +107,7 @@ class Step:
     tokens: tuple[str, ...] | None
     tensor: Tensor
     vocab: tuple[str, ...] | None = None
+    head: int | None = None
 
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
@@ -122,18 +124,20 @@ class Step:
                 if id(value) in shown:
                     continue                    # printed below, where backward uses it
                 lines.append(f"  saved: {labels[name]}   [value{_mask_meaning(value)}]")
-                lines += format_array(value, name, self.tokens, vocab=self.vocab, axes=self.saved_axes(value))
+                lines += format_array(value, name, self.tokens, vocab=self.vocab,
+                                      axes=self.saved_axes(value), head=self.head)
         lines.append(f"  gradient arriving, dL/d({self.name}):")
-        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab, axes=out_axes)
+        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab, axes=out_axes,
+                              head=self.head)
         for source, part in self.parts:
             lines.append(f"    part from {source}:")
             lines += format_array(part, self.name, self.tokens, indent="        ", vocab=self.vocab,
-                                  axes=out_axes)
+                                  axes=out_axes, head=self.head)
         for inside in self.insides:
             what = f"value of {inside.symbol}" if inside.kind == "value" else \
                 f"gradient dL/d{inside.symbol[1:]}"
             lines.append(f"  inside: {inside.equation}   [{what}]")
-            lines += format_array(inside.array, inside.symbol, self.tokens, vocab=self.vocab)
+            lines += format_array(inside.array, inside.symbol, self.tokens, vocab=self.vocab, head=self.head)
         inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula, in_axes)
         for i, (name, shape, g, formula, axes) in enumerate(inputs):
             if shape is None:
@@ -150,7 +154,7 @@ class Step:
             else:
                 lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
                 lines.append(f"      formula  {formula}")
-                lines += format_array(g, name, self.tokens, vocab=self.vocab, axes=axes)
+                lines += format_array(g, name, self.tokens, vocab=self.vocab, axes=axes, head=self.head)
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -209,39 +213,70 @@ def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | Non
 
 
 def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ",
-                 vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None) -> list[str]:
+                 vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None,
+                 head: int | None = None) -> list[str]:
     """Lines showing `array`: whole (as labelled matrices, one per leading index) up to 64
-    elements, else its shape, norm, range and first values. `axes` names a 4-D array's axes
-    (``layout.axis_names``): (batch, head, …) or (batch, token, …)."""
+    elements; else its shape, norm and range, then each matrix as NumPy prints a large one (its
+    first and last rows and columns, … between), the first two only unless `head` picks one
+    head. `axes` names a 4-D array's axes (``layout.axis_names``): (batch, head, …) or (batch,
+    token, …); `head` keeps only that head's matrices of a (batch, head, …) array."""
     if array is None:
         return [indent + "—"]
     original = to_numpy(array)
     values = original.astype(np.float64)
     show = (lambda v: str(int(v))) if original.dtype.kind in "biu" else format_number   # masks, ids
+    lead = [i for i in (np.ndindex(values.shape[:-2]) if values.ndim > 2 else [()])
+            if head is None or _head_of(i, values.shape, axes) in (None, head)]
+    lines: list[str] = []
     if values.size > WHOLE:
         flat = ", ".join(format_number(v) for v in values.reshape(-1)[:4])
         finite = values[np.isfinite(values)]
         span = f", min {format_number(finite.min())}, max {format_number(finite.max())}" \
             if finite.size else ""
         norm = format_number(float(np.linalg.norm(finite)))
-        return [f"{indent}{values.size} numbers, shape {values.shape}: ‖·‖ = {norm}{span}; "
-                f"first: {flat}, …"]
+        lines.append(f"{indent}{values.size} numbers, shape {values.shape}: ‖·‖ = {norm}{span}; "
+                     f"first: {flat}, …")
+        if values.ndim < 2:
+            return lines
+        if len(lead) > 2 and head is None:
+            hint = "; --head picks one head" if values.ndim > 3 else ""
+            lines.append(f"{indent}(the first 2 of {len(lead)} matrices{hint})")
+            lead = lead[:2]
     if values.ndim == 0:
         return [indent + show(float(values))]
     rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
-    matrices = values.reshape((-1,) + values.shape[-2:]) if values.ndim >= 2 else values[None, None]
-    lead = list(np.ndindex(values.shape[:-2])) if values.ndim > 2 else [()]
-    lines: list[str] = []
-    for index, matrix in zip(lead, matrices):
+    for index in lead:
+        matrix = values[index] if values.ndim >= 2 else values[None]
         if index:
             lines.append(f"{indent}[{lead_label(index, values.shape, axes, tokens)}]")
-        cells = [[show(v) for v in row] for row in matrix]
-        width = max(len(c) for row in cells + [cols] for c in row) + 2
-        pad = max(len(r) for r in rows) if values.ndim >= 2 else 0
-        lines.append(indent + " " * pad + "".join(f"{c:>{width}}" for c in cols))
-        for label, row in zip(rows if values.ndim >= 2 else [""], cells):
+        edge = 3 if values.size > WHOLE else values.size        # whole when small
+        keep_rows, keep_cols = corner_indices(matrix.shape[0], edge), corner_indices(matrix.shape[1], edge)
+        row_names = [rows[i] if i is not None else "…" for i in keep_rows] if values.ndim >= 2 else [""]
+        col_names = [cols[j] if j is not None else "…" for j in keep_cols]
+        cells = [[show(matrix[i, j]) if i is not None and j is not None else "…" for j in keep_cols]
+                 for i in keep_rows]
+        width = max(len(c) for row in cells + [col_names] for c in row) + 2
+        pad = max(len(r) for r in row_names)
+        lines.append(indent + " " * pad + "".join(f"{c:>{width}}" for c in col_names))
+        for label, row in zip(row_names, cells):
             lines.append(indent + f"{label:>{pad}}" + "".join(f"{c:>{width}}" for c in row))
     return lines
+
+
+def corner_indices(n: int, edge: int = 3) -> list[int | None]:
+    """Indices NumPy shows of an axis of length n: all up to 2·edge + 2, else the first and last
+    `edge` with None (…) between."""
+    return list(range(n)) if n <= 2 * edge + 2 else [*range(edge), None, *range(n - edge, n)]
+
+
+def _head_of(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, ...] | None) -> int | None:
+    """The query head of a leading index of a (B, H, rows, cols) or grouped (B, Hkv, G, rows,
+    cols) array; None where the array has no head axis (or a kv head shared by its group)."""
+    if len(shape) == 4 and (axes is None or axes[1] == "head"):
+        return index[1]
+    if len(shape) == 5 and shape[2] > 1:
+        return index[1] * shape[2] + index[2]
+    return None
 
 
 def lead_label(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, ...] | None = None,
@@ -264,12 +299,13 @@ def lead_label(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, 
 
 
 def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None,
-                   vocab: tuple[str, ...] | None = None) -> Iterator[Step]:
+                   vocab: tuple[str, ...] | None = None, head: int | None = None) -> Iterator[Step]:
     """Run the backward pass from `loss` one op node at a time, yielding a ``Step`` for each.
 
     `grad` is as in ``Tensor.backward`` (omitted for a single-element loss); `tokens` label the
-    sequence positions in the printed matrices, `vocab` the columns of logits. Leaf gradients are
-    accumulated as the pass goes, exactly as ``backward()`` does.
+    sequence positions in the printed matrices, `vocab` the columns of logits; `head` prints only
+    that head of (batch, head, …) arrays. Leaf gradients are accumulated as the pass goes, exactly
+    as ``backward()`` does.
 
     Example:
         >>> import tinygrad_attn as ta
@@ -298,7 +334,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
             saved_values=tuple(v for v in node.ctx.saved.values() if v is not None),
             params=op_params(node),
             grad=event.grad, sent=event.sent, insides=insides,
-            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab)
+            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab, head=head)
 
 
 def op_params(node: engine.Node) -> tuple[tuple[str, Any], ...]:

@@ -82,6 +82,7 @@
     if (v === "-inf") return "−∞";
     if (v === "inf") return "∞";
     if (v === "nan") return "nan";
+    if (v === "…") return "…";         // the rows and columns left out of a large matrix
     if (v === 0) return "0";
     const exponent = Number(v.toExponential(3).split("e")[1]);   // of v rounded to 4 digits
     if (exponent >= -1) return v.toFixed(4);
@@ -118,7 +119,11 @@
       const rowLabels = shape.length >= 2 ? arr.rows : [""];
       out += table(rowLabels, arr.cols, masked, m * per, data, rows, cols, scale, caption);
     }
-    let summary = `shape (${shape.join(", ")})`;
+    let summary = `shape (${(arr.full_shape || shape).join(", ")})`;
+    if (arr.full_shape) {
+      summary += ` · too large to show whole: its first and last rows and columns` +
+        (arr.range ? `, min ${num(arr.range[0])}, max ${num(arr.range[1])}` : "");
+    }
     if (data.length > DENSE) {
       const norm = Math.sqrt(finite.reduce((s, v) => s + v * v, 0));
       summary += ` · ${data.length} numbers, ‖·‖ = ${num(norm)}, max |·| = ${num(scale)} (hover a cell for its number)`;
