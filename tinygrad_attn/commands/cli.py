@@ -17,7 +17,7 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 
-COMMANDS = ("train", "sample", "step", "graph", "explore", "ops", "dtypes", "check")
+COMMANDS = ("train", "sample", "step", "graph", "explore", "export", "ops", "dtypes", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,7 +3,8 @@
 A toy-task run answers one input greedily (``sample runs/copy "3 1 2"``); a text run continues the
 prompt, sampling each token from softmax(logits / temperature) over the top-k most likely ones
 (``sample runs/text "def f" --max-new-tokens 300 --temperature 0.8 --top-k 20 --seed 1``; temperature
-0 always takes the most likely token).
+0 always takes the most likely token). A Hugging Face model folder continues a text greedily unless
+given a temperature (``sample --model PATH "The capital of France is" --max-new-tokens 20``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
 from ..nn.sampling import check_sampling, generate_beyond_context
+from ..pretrained import load_pretrained
 from ..training import answer, load_run
 from ..training.tasks import Task, decode
 from ..training.text_task import TextTask
@@ -34,6 +36,13 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.model is not None:              # `sample --model PATH "text"`: the one positional is the text
+        if args.input is not None:
+            return _fail(f"with --model, give only the text to continue, got {args.checkpoint!r} and "
+                         f"{args.input!r}")
+        args.input, args.checkpoint = args.checkpoint, None
+    elif args.input is None:
+        return _fail("give a run folder (or --model PATH) and the text to continue")
     try:
         model, task = load_model(args)
     except (CheckpointError, DeviceError) as e:
@@ -60,14 +69,23 @@ def run(args: argparse.Namespace) -> int:
 
 def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
     """The model to sample from and its task (a text run's holds its tokenizer): the one place
-    that decides what a `sample` command loads."""
-    model, _, _, task = load_run(Path(args.checkpoint), args.device)
-    return model, task
+    that decides what a `sample` command loads. A Hugging Face folder (``--model PATH``, or a
+    folder with config.json) is a text task over its tokenizer.json, read max_len tokens at a time."""
+    path = Path(args.model or args.checkpoint)
+    if args.model is None and not (path / "config.json").is_file():
+        model, _, _, task = load_run(path, args.device)
+        return model, task
+    model, tokenizer = load_pretrained(path)
+    if args.device is not None:
+        model.to(args.device)
+    if tokenizer is None:
+        raise CheckpointError(f"{path}: no tokenizer.json, so the prompt cannot be made into tokens")
+    return model, TextTask(tokenizer, model.max_len, str(path), digest="")
 
 
 def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namespace) -> int:
     """Print the prompt and what the model writes after it; ValueError for a bad prompt or flag."""
-    temperature = TEMPERATURE if args.temperature is None else args.temperature
+    temperature = (0.0 if args.model else TEMPERATURE) if args.temperature is None else args.temperature
     top_k = TOP_K if args.top_k is None else args.top_k
     new = MAX_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
     check_sampling(temperature, top_k)
@@ -90,9 +108,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a run folder or checkpoint.npz written by `tinygrad-attn train`")
-    parser.add_argument("input", help="a text run: the text to continue; a toy task: digits like \"3 1 2\" "
-                                      "(copy, reverse, sort) or \"42 + 199\" (add)")
+    parser.add_argument("input", nargs="?",
+                        help="a text run: the text to continue; a toy task: digits like \"3 1 2\" "
+                             "(copy, reverse, sort) or \"42 + 199\" (add)")
     parser.add_argument("--device", help="cpu or cuda (default: the device it was trained on)")
+    parser.add_argument("--model", metavar="PATH",
+                        help="a Hugging Face model folder (config.json, model.safetensors, tokenizer.json) "
+                             "instead of a run; then give only the text; greedy unless --temperature")
     text = parser.add_argument_group("text runs")
     text.add_argument("--max-new-tokens", type=int, metavar="N",
                       help=f"tokens to write after the prompt (default {MAX_NEW_TOKENS})")

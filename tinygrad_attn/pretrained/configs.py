@@ -171,7 +171,7 @@ def config_for(model: TinyTransformer) -> dict[str, Any]:
         raise CheckpointError("save_pretrained: a model without blocks has no Hugging Face model type")
     attn, tied = block.attn, isinstance(model.head, TiedHead)
     common = {"vocab_size": model.vocab_size, "tie_word_embeddings": tied,
-              "dtype": str(model.tok_emb.weight.dtype)}
+              "dtype": str(model.tok_emb.weight.dtype), "bos_token_id": None, "eos_token_id": None}
     if isinstance(model.ln_f, LayerNorm) and model.pos_emb is not None and not isinstance(block.mlp, SwiGLU):
         _refuse_unless(attn.q_proj.bias is not None and attn.out_proj.bias is not None
                        and block.mlp.fc1.bias is not None, "gpt2 has biases in every projection")

@@ -20,7 +20,7 @@ from ..text import HuggingFaceTokenizer
 from ..training import load_run
 from .configs import options_from_config
 from .names import GPT2_BUFFERS, Link, links
-from .run_tokenizer import TaskTokenizer
+from .run_tokenizer import task_tokenizer
 from .safetensors_files import TensorEntry, list_tensors, read_tensor
 
 __all__ = ["load_pretrained"]
@@ -35,7 +35,7 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
     as model.safetensors or as shards listed in model.safetensors.index.json (float64, float32,
     float16 or bfloat16, converted to the default dtype), and tokenizer.json (the tokenizer is
     None without it). A run folder of ``tinygrad-attn train`` (checkpoint.npz) gives its model
-    and a tokenizer of its task's symbols. The model is in eval mode.
+    and its tokenizer (a text run's own; the toy tasks' symbols otherwise). The model is in eval mode.
 
     Raises:
         CheckpointError: a file is missing, not what it should be, or truncated; the config has
@@ -48,8 +48,8 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
         raise CheckpointError(f"{folder}: no such folder (a model folder holds config.json and "
                               f"model.safetensors, a run folder checkpoint.npz)")
     if (folder / RUN_CHECKPOINT).is_file() and not (folder / "config.json").exists():
-        run = load_run(folder / RUN_CHECKPOINT, device="cpu")
-        return run.model.eval(), TaskTokenizer()
+        run = load_run(folder / RUN_CHECKPOINT, device="cpu")     # a text run keeps its tokenizer
+        return run.model.eval(), getattr(run.task, "tokenizer", None) or task_tokenizer()
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"{folder}: no config.json (a Hugging Face model folder holds config.json, "
                               f"model.safetensors and tokenizer.json)")

@@ -1,35 +1,26 @@
-"""The tokenizer of our toy tasks' runs: one token per symbol of the tasks' 15-symbol vocabulary.
+"""The tokenizer of our toy tasks' runs as a Hugging Face tokenizer: one token per symbol of the
+tasks' 15-symbol vocabulary (``tasks.VOCAB``), so an exported run carries a tokenizer.json too.
 
 Example:
-    >>> tok = TaskTokenizer()
-    >>> tok.encode("3 1 4 |"), tok.decode([4, 1, 3, 13]), tok.tokens([12])
-    ([3, 1, 4, 12], '4 1 3 .', ['|'])
+    >>> tok = task_tokenizer()
+    >>> tok.encode("3 1 4 |"), tok.encode("31+4="), tok.decode([4, 1, 3, 13]), tok.tokens([12])
+    ([3, 1, 4, 12], [3, 1, 10, 4, 11], '4 1 3 .', ['|'])
 """
 
 from __future__ import annotations
 
-from typing import Any
+from ..text import HuggingFaceTokenizer
+from ..training.tasks import PAD, VOCAB
 
-from ..training.tasks import VOCAB, decode
-
-__all__ = ["TaskTokenizer"]
+__all__ = ["task_tokenizer"]
 
 
-class TaskTokenizer:
-    """Symbols separated by spaces (or written together: "31+4=") ↔ ids, as ``tasks.VOCAB`` numbers
-    them; ValueError naming a character that is no symbol."""
+def task_tokenizer() -> HuggingFaceTokenizer:
+    """Symbols written with or without spaces ("3 1 4 |", "31+4=") ↔ their ids; decoding puts a
+    space between symbols, as ``tasks.decode`` does."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 
-    vocab_size = len(VOCAB)
-
-    def encode(self, text: str) -> list[int]:
-        bad = sorted({c for c in text if not c.isspace() and c not in VOCAB})
-        if bad:
-            raise ValueError(f"TaskTokenizer: {bad} are not symbols of the tasks' vocabulary "
-                             f"{' '.join(VOCAB)}")
-        return [VOCAB.index(c) for c in text if not c.isspace()]
-
-    def decode(self, ids: Any) -> str:
-        return decode(ids)
-
-    def tokens(self, ids: Any) -> list[str]:
-        return [VOCAB[int(i)] for i in ids]
+    inner = Tokenizer(models.WordLevel({s: i for i, s in enumerate(VOCAB)}, unk_token=VOCAB[PAD]))
+    inner.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                   pre_tokenizers.Split(Regex("."), "isolated")])
+    return HuggingFaceTokenizer(inner)

@@ -1,0 +1,65 @@
+"""Our runs leave for the ecosystem: ``tinygrad-attn export RUN OUT`` writes a folder transformers
+loads with the same logits (the LM head's bias folded into ln_f's), and ``sample --model`` reads a
+Hugging Face folder."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import tinygrad_attn as ta  # noqa: E402
+from tinygrad_attn.commands.cli import main  # noqa: E402
+from tinygrad_attn.errors import CheckpointError  # noqa: E402
+from tinygrad_attn.training import TrainConfig, save_run  # noqa: E402
+from tinygrad_attn.training.loop import TrainState, make_model  # noqa: E402
+from tinygrad_attn.training.tasks import get_task  # noqa: E402
+
+
+def saved_run(folder, **options):
+    config = TrainConfig(d_model=16, num_heads=2, num_layers=1, **options)
+    model = make_model("reverse", config)
+    save_run(folder / "checkpoint.npz", model, TrainState.fresh(model, config), config, get_task("reverse"))
+    return model
+
+
+def test_export_a_run_and_load_it_in_transformers(tmp_path, capsys):
+    model = saved_run(tmp_path / "run")
+    assert model.head.bias is not None                  # our toy models have a head bias; gpt2 has none
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "out")]) == 0
+    assert "a gpt2 model of" in capsys.readouterr().out
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
+    loaded, tokenizer = ta.load_pretrained(tmp_path / "run")
+    ids = np.array([tokenizer.encode("3 1 4 1 5 |")])
+    assert ids.tolist() == [[3, 1, 4, 1, 5, 12]]
+    expected = model(ids).numpy()
+    np.testing.assert_allclose(loaded(ids).numpy(), expected, rtol=0, atol=0)
+    np.testing.assert_allclose(theirs(torch.tensor(ids)).logits.detach().numpy(), expected, rtol=0, atol=1e-4)
+    again, tok = ta.load_pretrained(tmp_path / "out")
+    assert tok.encode("31+4=") == [3, 1, 10, 4, 11] and tok.decode([4, 1, 3, 13]) == "4 1 3 ."
+    np.testing.assert_allclose(again(ids).numpy(), expected, rtol=0, atol=1e-4)
+
+
+def test_llama_runs_with_a_head_bias_are_refused_by_name(tmp_path, capsys):
+    saved_run(tmp_path / "run", arch="llama")
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "out")]) == 2
+    assert "RMSNorm has no bias to fold it into" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(CheckpointError, match="no such folder"):
+        ta.load_pretrained(tmp_path / "nowhere")
+
+
+def test_sample_model_continues_greedily(tmp_path, capsys):
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(15, 16, 2, 1, 32, head_bias=False)
+    from tinygrad_attn.pretrained.run_tokenizer import task_tokenizer
+
+    ta.save_pretrained(model, tmp_path, task_tokenizer())
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "gpt2"
+    assert main(["sample", "--model", str(tmp_path), "3 1 4", "--max-new-tokens", "5"]) == 0
+    expected = model.generate(np.array([3, 1, 4]), 5).numpy()
+    assert capsys.readouterr().out.split() == [str(i) if i < 10 else "+=|._"[i - 10] for i in expected]
+    assert main(["sample", "--model", str(tmp_path), "3 1", "extra"]) == 2
+    assert "with --model, give only the text" in capsys.readouterr().err
