@@ -33,7 +33,7 @@ from .layout import axis_names
 from .stepper import Step, axis_labels, backprop_steps, corner_indices, lead_label, param_text
 
 __all__ = ["EDGE", "Explorer", "NON_FINITE", "WHOLE_MATRIX", "array_json", "explore", "foldable_modules",
-           "forward_json", "graph_svg", "graph_views", "step_json"]
+           "forward_json", "graph_svg", "graph_views", "script_safe_json", "step_json"]
 
 
 NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
@@ -145,6 +145,14 @@ def graph_svg(dot_source: str) -> str:
     return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
 
 
+def script_safe_json(data: Any) -> str:
+    """`data` as JSON text that can sit inside a <script> element: every "<" written as the JSON
+    escape \\u003c, so no name or token can hold "</script" (which would end the element) or
+    "<!--" and "<script" (which make the browser swallow the rest of the page); JSON.parse reads
+    the same strings back."""
+    return json.dumps(data, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+
+
 def _asset(name: str) -> str:
     return resources.files(__package__).joinpath("explorer_assets", name).read_text(encoding="utf-8")
 
@@ -199,7 +207,7 @@ def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...
             "steps": [step_json(step) for step in steps],
             "views": [{"key": view["key"], "open": view["open"], "folds": view["folds"],
                        "nodes": [view["stepNodes"].get(step.index) for step in steps]} for view in views]}
-    payload = json.dumps(data, ensure_ascii=False, allow_nan=False).replace("</", "<\\/")
+    payload = script_safe_json(data)
     pictures = "\n".join(f'<div class="view" data-view="{index}" hidden>\n{view["svg"]}\n</div>'
                          for index, view in enumerate(views))
     parts = {"title": html.escape(title), "css": _asset("explorer.css"), "views": pictures,
