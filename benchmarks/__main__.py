@@ -3,8 +3,9 @@
 Each side of a comparison runs in its own fresh process, warmed up, in interleaved rounds, every
 side first checked against PyTorch's float64 results (``benchmarks/harness.py``). Run from the
 repository root: ``python -m benchmarks`` (several minutes on 2 cores; ``text`` trains nanoGPT's
-laptop model 200 steps on each side and times its step with 1 and all threads), ``--quick`` (a smoke test
-of a few seconds), ``--only mlp chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
+laptop model 200 steps on each side and times its step with 1 and all threads), ``--quick`` (a
+smoke test: 2 rounds of each workload at small sizes and 3-step training runs), ``--only mlp
+chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
 a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
 train`` does (``--no-keep-freed-memory`` for glibc's own thresholds, under which a step's page
@@ -30,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="2 rounds, small sizes, a 3-step training run: checks that everything runs")
+                        help="a smoke test: 2 rounds of each workload at small sizes and 3-step "
+                             "training runs, to check that everything runs (its timings mean little)")
     parser.add_argument("--only", nargs="+", choices=WORKLOAD_NAMES, default=list(WORKLOAD_NAMES),
                         help="the workloads to run (default: all)")
     parser.add_argument("--sides", nargs="+", choices=SIDE_NAMES, default=list(SIDE_NAMES),

@@ -33,6 +33,7 @@ import numpy as np
 from tinygrad_attn import apply as apply_module
 from tinygrad_attn import engine
 
+from .options import positive_int
 from .sides import ours
 from .specs import rows
 
@@ -69,8 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("key", nargs="?", default="chain",
                         help="the row: " + ", ".join(w.key for w in rows(False)))
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=10, help="steps per sample")
+    parser.add_argument("--rounds", type=positive_int, default=15)
+    parser.add_argument("--calls", type=positive_int, default=10, help="steps per sample")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(False)}
     if args.key not in workloads:

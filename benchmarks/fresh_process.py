@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .options import set_thread_count
+from .options import positive_int, set_thread_count
 
 WARMUP = 5
 ROOT = Path(__file__).resolve().parents[1]      # where `python -m benchmarks...` runs
@@ -75,8 +75,9 @@ def measure(side: str, steps: int, keep_freed_memory: bool) -> tuple[float, floa
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fresh_process", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--processes", type=int, default=3, help="fresh processes per side (default 3)")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per process (default 30)")
+    parser.add_argument("--processes", type=positive_int, default=3,
+                        help="fresh processes per side (default 3)")
+    parser.add_argument("--steps", type=positive_int, default=30, help="timed steps per process (default 30)")
     parser.add_argument("--sides", nargs="+", choices=("ours", "torch", "mygrad", "numpy"),
                         default=["ours", "torch"],
                         help="the sides (default: ours torch); ours always runs, first")

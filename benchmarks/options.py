@@ -5,25 +5,49 @@ standard library, so that setting the thread count comes before NumPy loads."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
-__all__ = ["add_process_options", "apply_process_options", "set_thread_count"]
+__all__ = ["add_process_options", "apply_process_options", "non_negative_seconds", "positive_int",
+           "set_thread_count"]
 
 
 SPIN_IDLE = 0.15    # seconds: OpenBLAS's idle threads spin for about 0.1 s after a call
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse names the flag in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, got {text}")
+    return value
+
+
 def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) -> None:
     """--rounds, --threads, --clock and --idle: how the side processes are timed."""
-    parser.add_argument("--rounds", type=int, default=None,
+    parser.add_argument("--rounds", type=positive_int, default=None,
                         help=f"interleaved rounds per workload (default {default_rounds})")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1,
                         help="BLAS/OpenMP threads in every process (default: the CPU count)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="what a sample measures: wall-clock time (default), or each process's CPU "
                              "time, steadier on a loaded machine and fair between sides only with "
                              "--threads 1 (refused otherwise)")
-    parser.add_argument("--idle", type=float, default=None,
+    parser.add_argument("--idle", type=non_negative_seconds, default=None,
                         help="seconds idle before each sample, for BLAS threads to stop spinning "
                              f"(default {SPIN_IDLE} with more than one thread, 0 with one: no thread "
                              "spins then, and a pause would only let the next sample start on a "

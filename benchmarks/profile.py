@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .options import positive_int
 from .sides import SIDES
 from .specs import rows
 
@@ -29,8 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("key", help="the row: " + ", ".join(w.key for w in rows(False)))
     parser.add_argument("--side", choices=tuple(SIDES), default="ours")
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--calls", type=positive_int, default=200)
+    parser.add_argument("--top", type=positive_int, default=15)
     parser.add_argument("--quick", action="store_true", help="the quick suite's sizes")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(args.quick)}

@@ -63,6 +63,40 @@ def test_cpu_clock_is_refused_with_more_than_one_thread():
         bench_main.main(["--clock", "cpu", "--threads", "2"])
 
 
+SECONDS = "must be a finite number of seconds, 0 or more, got"
+BAD_OPTIONS = [("benchmarks", ["--rounds", "-3"], "--rounds: must be at least 1, got -3"),
+               ("benchmarks", ["--rounds", "0"], "--rounds: must be at least 1, got 0"),
+               ("benchmarks", ["--rounds", "2.5"],
+                "--rounds: expected a whole number of at least 1, got '2.5'"),
+               ("benchmarks", ["--threads", "0"], "--threads: must be at least 1, got 0"),
+               ("benchmarks", ["--threads", "-1"], "--threads: must be at least 1, got -1"),
+               ("benchmarks", ["--idle", "-1"], f"--idle: {SECONDS} -1"),
+               ("benchmarks", ["--idle", "nan"], f"--idle: {SECONDS} nan"),
+               ("benchmarks", ["--idle", "inf"], f"--idle: {SECONDS} inf"),
+               ("benchmarks", ["--idle", "soon"], "--idle: expected a number of seconds, got 'soon'"),
+               ("benchmarks.modern", ["--rounds", "-1"], "--rounds: must be at least 1, got -1"),
+               ("benchmarks.check_costs", ["--calls", "0"], "--calls: must be at least 1, got 0"),
+               ("benchmarks.fresh_process", ["--steps", "-2"], "--steps: must be at least 1, got -2"),
+               ("benchmarks.profile", ["mlp16", "--top", "0"], "--top: must be at least 1, got 0")]
+
+
+@pytest.mark.parametrize("module, argv, message", BAD_OPTIONS, ids=[" ".join(b[1]) for b in BAD_OPTIONS])
+def test_bad_counts_and_times_are_refused_naming_the_argument(module, argv, message, capsys):
+    """--rounds -3 was a StatisticsError, --threads 0 a RuntimeError in a worker, --idle nan a
+    ValueError from sleep: each is now argparse's one line, naming the flag, before anything runs."""
+    main = importlib.import_module(module if module != "benchmarks" else "benchmarks.__main__").main
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m {module}: error: argument {message}"
+
+
+def test_quick_says_what_it_does_not_how_long_it_takes():
+    text = bench_main.build_parser().format_help()
+    assert "2 rounds of each workload at small sizes and 3-step training runs" in text
+    assert "second" not in text.split("--quick", 1)[1].split("--only")[0]
+
+
 def test_the_check_catches_a_wrong_gradient_and_allows_rounding():
     reference = ours.build("mlp", {"widths": (4, 3, 2), "batch": 5}, np.float64).results()
     by_hand = bare_numpy.build("mlp", {"widths": (4, 3, 2), "batch": 5}, np.float64).results()
