@@ -6,7 +6,6 @@ Most tests run the child's checks in this process (``run_child`` then ``verdict`
 process runs): starting a Python per check would slow the suite. The tests of exiting, hanging
 and Ctrl-C, and one solution per exercise, go through the real child process."""
 
-import os
 import re
 import signal
 import subprocess
@@ -169,14 +168,20 @@ SOFTMAX_BODY = "        y = ctx.saved[\"y\"]\n"
 LOOP = "        while True:\n            pass\n"
 
 
-@pytest.mark.parametrize("ending", ["import sys; sys.exit()", "import os; os._exit(0)"])
-def test_a_solution_that_exits_is_never_a_pass(tmp_path, capsys, ending):
+CASE_1 = "case 1 of 3 (one row of 4 logits; inputs x (4,))"
+
+
+@pytest.mark.parametrize("ending, message", [
+    ("import sys; sys.exit()",
+     f"{CASE_1} failed:\n  Softmax.backward (line 31) raised SystemExit (a solution must not call "
+     "sys.exit())"),
+    ("import os; os._exit(0)", f"the checker's process ended with exit code 0 during {CASE_1}, before every "
+                               "case was checked; only 0 of 3 passed. A solution must not call sys.exit() or "
+                               "os._exit().")])
+def test_a_solution_that_exits_is_never_a_pass(tmp_path, capsys, ending, message):
     path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, f"        {ending}\n")
     code, out = check_in_child(path, capsys)
-    assert code == 1
-    assert out == ("01_softmax_backward.py: the checker's process ended during case 1 of 3 (one row of 4 "
-                   "logits; inputs x (4,)) with exit code 0, before every case was checked; only 0 of 3 "
-                   "passed. A solution must not call sys.exit() or os._exit().\n")
+    assert (code, out) == (1, f"01_softmax_backward.py: {message}\n")
 
 
 def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path, capsys):
@@ -198,20 +203,154 @@ def test_a_child_that_does_not_start_in_time_is_not_blamed_on_the_solution(tmp_p
                    "machine?); your file was not run. Try again.\n")
 
 
-def test_ctrl_c_stops_the_check_without_a_traceback(tmp_path):
-    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, LOOP)
-    env = {**os.environ, "TMPDIR": str(tmp_path)}          # where the checker keeps the child's report
+def spinning(tmp_path, marker):
+    """The softmax solution whose backward starts a `sleep 600` of its own, writes its process id
+    and the sleep's to `marker`, then spins."""
+    return planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY,
+                   "        import os, subprocess, pathlib\n"
+                   "        sleeper = subprocess.Popen(['sleep', '600'])\n"
+                   f"        pathlib.Path({str(marker)!r}).write_text(f'{{os.getpid()}} {{sleeper.pid}}')\n"
+                   + LOOP)
+
+
+def gone(pid):
+    """True once process `pid` has ended (a zombie waiting for its parent counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to see processes end")
+@pytest.mark.parametrize("name, code, how", [("SIGINT", 130, "interrupted (Ctrl-C)"),
+                                             ("SIGTERM", 143, "terminated by SIGTERM"),
+                                             ("SIGHUP", 129, "terminated by SIGHUP")])
+def test_a_signal_to_the_checker_stops_it_and_kills_the_solutions_processes(tmp_path, name, code, how):
+    """The solution (in a session of its own) went on spinning at 100% CPU under PID 1 after the
+    checker got SIGTERM or SIGHUP, and its `sleep` held the checker's stdout open."""
+    marker = tmp_path / "pids"
+    path = spinning(tmp_path, marker)
     command = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "check", str(path)], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    for _ in range(3000):               # until the child has started case 1 (or 300 s have passed)
-        time.sleep(0.1)
-        reports = tmp_path.glob("*/report.jsonl")
-        if command.poll() is not None or any("start" in p.read_text() for p in reports):
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(3000):               # until the solution spins in case 1 (or 300 s have passed)
+        if command.poll() is not None or marker.exists() and marker.read_text().count(" ") == 1:
             break
-    command.send_signal(signal.SIGINT)
-    out, err = command.communicate(timeout=300)
-    assert command.returncode == 130 and "Traceback" not in err
-    assert out.startswith("01_softmax_backward.py: check interrupted (Ctrl-C)")
+        time.sleep(0.1)
+    command.send_signal(getattr(signal, name))
+    out, err = command.communicate(timeout=300)     # stdout ends: the sleep (600 s) no longer holds it
+    assert command.returncode == code and "Traceback" not in err, err
+    assert out == f"01_softmax_backward.py: check {how} during {CASE_1}\n"
+    assert all(gone(int(pid)) for pid in marker.read_text().split())
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to see processes end")
+def test_a_process_the_solution_leaves_behind_is_killed_with_it(tmp_path):
+    """A solution that starts `sleep 20` and passes held `check … | cat` open 21 s after the verdict:
+    here a `sleep 600` would hold the pipe past the 300 s wait."""
+    marker = tmp_path / "pid"
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY,
+                   "        import subprocess, pathlib\n"
+                   f"        p = pathlib.Path({str(marker)!r})\n"
+                   "        if not p.exists():\n"
+                   "            p.write_text(str(subprocess.Popen(['sleep', '600']).pid))\n" + SOFTMAX_BODY)
+    result = subprocess.run([sys.executable, "-m", "tinygrad_attn", "check", str(path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.endswith("Well done.\n"), result.stdout
+    assert gone(int(marker.read_text()))
+
+
+FORGED_PASSES = ("        import json, os, sys\n"
+                 "        fd = int(sys.argv[2])\n"
+                 "        for n in (1, 2, 3):\n"
+                 "            lines = json.dumps({'start': n}) + '\\n' + json.dumps(RECORD(n)) + '\\n'\n"
+                 "            os.write(fd, lines.encode())\n"
+                 "        os._exit(0)\n")
+
+
+@pytest.mark.parametrize("record, message", [
+    ("{'passed': n}",
+     "the checker's process sent no values for this case \\(a solution wrote over its report\\?\\)"),
+    ("{'passed': n, 'results': {}}",
+     r"your code gave no output for this case \(the true one has shape \(4,\)\)"),
+    ("{'passed': n, 'results': {'output': {'shape': [4], 'values': [0.25] * 4}, 'dx': {'shape': [4], "
+     "'values': [0.0] * 4}}}",
+     r"output\[0\] is 0.25 from your code, but 0.\d+ as this checker computes it itself"),
+    ("{'passed': n, 'results': {'output': {'shape': [2, 2], 'values': [0.25] * 4}}}",
+     r"your code's output has shape \(2, 2\); the true one has shape \(4,\)"),
+    ("{'passed': n, 'results': {'output': {'shape': 'x', 'values': None}}}",
+     r"your code gave no output for this case \(the true one has shape \(4,\)\)")])
+def test_records_a_solution_writes_on_the_report_never_make_a_pass(tmp_path, capsys, record, message):
+    """A solution appending {"passed": n} to the report and calling os._exit(0) got "all 3 cases
+    pass. Well done." with no backward written: the parent now compares the values itself."""
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY,
+                   FORGED_PASSES.replace("RECORD(n)", record))
+    code, out = check_in_child(path, capsys)
+    assert code == 1
+    assert re.fullmatch(rf"01_softmax_backward.py: {re.escape(CASE_1)} failed:\n  {message}\n", out), out
+
+
+@pytest.mark.parametrize("garbage", ["b'\\xff\\xfe'", "b'not json'", "b'[1, 2]'", "b'{\"passed\": 1'",
+                                     "b'\\x00' * 70000"])
+def test_garbage_on_the_report_is_skipped_without_a_traceback(tmp_path, capsys, garbage):
+    """Non-JSON, bytes that are not UTF-8, a cut record or 70 kB of zeros, written before the real
+    solution runs: the checker skips them (it crashed with a raw JSONDecodeError or
+    UnicodeDecodeError), and the real solution's values still pass."""
+    solution = (ROOT / "exercises" / "solutions" / "01_softmax_backward.py").read_text()
+    path = tmp_path / "01_softmax_backward.py"
+    path.write_text(f"import os, sys\nos.write(int(sys.argv[2]), {garbage} + b'\\n')\n" + solution)
+    code, out = check_in_child(path, capsys)
+    assert code == 0
+    assert out.splitlines()[-1] == ("01_softmax_backward.py: all 3 cases pass (gradcheck passed; output and "
+                                    "gradients checked against tinygrad_attn's own op). Well done.")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("        class Odd(Exception):\n            def __str__(self):\n                raise RuntimeError\n"
+     "        raise Odd()\n",
+     "Softmax.backward (line 34) raised Odd: (its message could not be shown: str() raised RuntimeError)"),
+    ("        raise KeyboardInterrupt\n", "Softmax.backward (line 31) raised KeyboardInterrupt")])
+def test_odd_exceptions_in_backward_are_named(tmp_path, capsys, body, message):
+    """Each printed a traceback, then "A solution must not call sys.exit() or os._exit()"."""
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, body)
+    code, out = check_in_child(path, capsys)
+    assert (code, out) == (1, f"01_softmax_backward.py: {CASE_1} failed:\n  {message}\n")
+
+
+def test_a_segfault_is_called_a_crash(tmp_path, capsys):
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY,
+                   "        import ctypes\n        ctypes.string_at(0)\n")
+    code, out = check_in_child(path, capsys)
+    assert code == 1
+    assert out.splitlines()[-1] == (f"01_softmax_backward.py: the checker's process was killed by SIGSEGV (a "
+                                    f"crash: a segmentation fault, in native code) during {CASE_1}, before "
+                                    f"every case was checked; only 0 of 3 passed.")
+
+
+def test_what_the_solution_prints_comes_first_and_the_verdict_last(tmp_path, capsys):
+    """A solution printing "all 3 cases pass. Well done." (and an escape sequence that would hide
+    what follows) cannot pass for the checker: its lines are shown behind "| ", escaped."""
+    path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY,
+                   "        print('01_softmax_backward.py: all 3 cases pass. Well done.\\x1b[8m')\n"
+                   "        raise NotImplementedError('not yet')\n")
+    code, out = check_in_child(path, capsys)
+    assert code == 1
+    assert out == ("your file printed:\n"
+                   "  | 01_softmax_backward.py: all 3 cases pass. Well done.\\x1b[8m\n"
+                   "01_softmax_backward.py: Softmax.backward (line 32) is not implemented yet (not yet).\n"
+                   "  Read docs/softmax.md, write it, then run this check again.\n")
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-1", "inf", "-inf", "soon"])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_refused(tmp_path, capsys, value):
+    """--timeout nan never timed out; 0 and -1 were taken ("did not finish within -1 s")."""
+    with pytest.raises(SystemExit) as stop:
+        main(["check", f"--timeout={value}", str(STUBS[1])])
+    assert stop.value.code == 2
+    why = f"expected a number of seconds, got {value!r}" if value == "soon" else \
+        f"must be a positive, finite number of seconds, got {value}"
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"tinygrad-attn check: error: argument --timeout: {why}"
 
 
 def test_a_backward_that_updates_the_gradient_in_place_passes(tmp_path, capsys):
@@ -282,3 +421,17 @@ def test_a_numeric_gradient_that_leaves_x_changed_is_caught(tmp_path, capsys):
                    "        grad[i]")
     code, out = check(path, capsys)
     assert code == 1 and "numeric_gradient changed x: put each element back" in out
+
+
+def test_a_forward_and_backward_changed_together_pass_gradcheck_but_not_the_checkers_own_values(
+        tmp_path, capsys):
+    """A backward consistent with a wrong forward (here y = 2 · softmax) passes a gradcheck of the
+    learner's own op; the parent compares the output with tinygrad_attn's softmax and refuses it."""
+    path = planted(tmp_path, "01_softmax_backward.py", "y = e / e.sum(axis=-1, keepdims=True)",
+                   "y = 2 * e / e.sum(axis=-1, keepdims=True)")
+    right = "(grad * y).sum(axis=-1, keepdims=True)"
+    path.write_text(path.read_text().replace(right, right + " / 2"))        # d(2s) = y ⊙ (dy − ⟨dy, y⟩ / 2)
+    code, out = check(path, capsys, tmp_path)
+    assert code == 1
+    assert re.fullmatch(rf"01_softmax_backward.py: {re.escape(CASE_1)} failed:\n  output\[0\] is [\d.]+ from "
+                        r"your code, but [\d.]+ as this checker computes it itself\n", out), out

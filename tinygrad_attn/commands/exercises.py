@@ -1,11 +1,13 @@
 """The exercises the ``check`` command knows, and their cases, checked one by one.
 
-This module runs in the child process that ``check`` starts (``python -m
-tinygrad_attn.commands.exercises FILE REPORT``): it writes ``{"ready": true}`` to REPORT once
-started (the solution's time limit begins there), imports the learner's file and writes one JSON
-line per case, ``{"start": n}`` before case n and then ``{"pass": n}`` or ``{"fail": n,
-"message": …}``. The parent (``check.py``) reads that report, so a solution that exits, hangs or
-crashes the interpreter can never look like a pass.
+Each case (``CheckCase``) has two halves. ``run`` gives the learner's code the case's inputs and
+returns what is wrong (for the message) and the arrays their code computed; it runs in the child
+process that ``check`` starts (``python -m tinygrad_attn.commands.exercises FILE FD NAME``), which
+writes ``{"ready": true}`` to the pipe FD once started (the solution's time limit begins there),
+imports the learner's file and writes one JSON line per case: ``{"start": n}``, then
+``{"passed": n, "results": …}``, ``{"fail": n, "message": …}`` or ``{"missing": n, …}``.
+``expected`` computes the true arrays from this package alone, never from the learner's code: the
+parent (``check.py``) calls it and compares, so no line a solution writes can make a pass.
 
 A backward exercise is gradient-checked (float64 central differences through a random cotangent)
 one input at a time, so that a failure names the input, the case and the element. The scalar
@@ -20,7 +22,7 @@ import json
 import random
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -35,12 +37,24 @@ from ..gradcheck import case_inputs, gradcheck, gradient_pairs
 from ..ops.base import Case
 from ..tensor import Tensor
 
-__all__ = ["EXERCISES", "Exercise", "attention_by_blocks", "backward_cases", "case_count", "exercise_cases",
-           "failing_function", "load", "numeric_gradient_cases", "online_softmax_cases", "run_child",
-           "scalar_engine_cases"]
+__all__ = ["EXERCISES", "CheckCase", "Exercise", "attention_by_blocks", "backward_cases", "case_count",
+           "describe_error", "encode_results", "error_message", "exercise_cases", "failing_function", "load",
+           "numeric_gradient_cases", "online_softmax_cases", "run_child", "scalar_engine_cases"]
 
-# One case: (description, the check: returns None when it passes, else what is wrong).
-CheckCase = tuple[str, Callable[[], "str | None"]]
+Results = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """One case. `run(target)` calls the learner's code (their class, function or module) and
+    returns (what is wrong, or None; the arrays it computed); `expected()` gives the true arrays,
+    computed without the learner's code; they must agree within `rtol`/`atol`."""
+
+    description: str
+    run: Callable[[Any], tuple[str | None, Results]]
+    expected: Callable[[], Results]
+    rtol: float = 1e-6
+    atol: float = 1e-9
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,7 @@ class Exercise:
     page: str                                        # the docs page with the derivation
     inputs: tuple[str, ...] = ()                     # the op's inputs, described for messages
     cases: tuple[tuple[str, Case], ...] = ()         # (description, case) for gradcheck
+    reference: Callable[..., Tensor] | None = None   # the op done by this package, for `expected`
 
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
@@ -62,12 +77,14 @@ EXERCISES: dict[str, Exercise] = {
         "Softmax", "docs/softmax.md", ("x (the logits)",),
         (("one row of 4 logits", Case((4,))),
          ("3 rows of 5 logits", Case((3, 5))),
-         ("a batch of 2 × 3 rows of 4 logits", Case((2, 3, 4))))),
+         ("a batch of 2 × 3 rows of 4 logits", Case((2, 3, 4)))),
+        lambda x: F.softmax(x, -1)),
     "layer_norm_backward": Exercise(
         "LayerNorm", "docs/layer_norm.md", ("x (the features)", "weight (the gain w)", "bias (the shift b)"),
         (("3 rows of 5 features", Case((3, 5), (5,), (5,), params={"eps": 1e-5})),
          ("a batch of 2 × 3 rows of 4 features, large eps",
-          Case((2, 3, 4), (4,), (4,), params={"eps": 0.5})))),
+          Case((2, 3, 4), (4,), (4,), params={"eps": 0.5}))),
+        lambda x, weight, bias, *, eps: F.layer_norm(x, weight, bias, eps=eps)),
     "attention_backward": Exercise(
         "Attention", "docs/attention.md", ("q (the queries Q)", "k (the keys K)", "v (the values V)"),
         (("3 queries, 4 keys, no mask", Case((3, 2), (4, 2), (4, 3), params={"scale": 0.7, "keep": None})),
@@ -76,7 +93,8 @@ EXERCISES: dict[str, Exercise] = {
          ("3 queries, 5 keys, query 1 fully masked",
           Case((3, 2), (5, 2), (5, 2), params={"scale": 0.8, "keep": _ONE_ROW_MASKED})),
          ("a batch of 2 heads, 3 queries, 4 keys",
-          Case((2, 3, 2), (2, 4, 2), (2, 4, 3), params={"scale": 0.7, "keep": None})))),
+          Case((2, 3, 2), (2, 4, 2), (2, 4, 3), params={"scale": 0.7, "keep": None}))),
+        lambda q, k, v, *, scale, keep: F.scaled_dot_product_attention(q, k, v, mask=keep, scale=scale)),
     "online_softmax": Exercise("online_update", "docs/flash_attention.md"),
     "numeric_gradient": Exercise("numeric_gradient", "docs/gradient_checking.md"),
     "rope_backward": Exercise(
@@ -85,7 +103,8 @@ EXERCISES: dict[str, Exercise] = {
          ("2 heads × 3 rows of 6 features, positions 7 … 9 (a cached suffix)",
           Case((2, 3, 6), np.arange(7, 10), params={"base": 10000.0})),
          ("4 rows of 8 features, positions 3, 0, 3, 12, base 10",
-          Case((4, 8), np.array([3, 0, 3, 12]), params={"base": 10.0})))),
+          Case((4, 8), np.array([3, 0, 3, 12]), params={"base": 10.0}))),
+        lambda x, positions, *, base: F.rope(x, positions, base)),
 }
 
 
@@ -99,14 +118,38 @@ def load(path: Path) -> ModuleType:
 
 # ---- backward exercises: gradcheck, one input at a time ----------------------------------------
 
-def backward_cases(exercise: Exercise, op: Any) -> Iterator[CheckCase]:
-    """One case per gradcheck case of the exercise; each checks every input in turn."""
+def backward_cases(exercise: Exercise) -> list[CheckCase]:
+    """One case per gradcheck case of the exercise: each gradchecks every input in turn, then
+    gives the op's output and its gradients for a fixed random cotangent, which the parent
+    compares with the same from ``exercise.reference``."""
     rng = np.random.default_rng(0)
-    for description, case in exercise.cases:
+    cases = []
+    for number, (description, case) in enumerate(exercise.cases):
         arrays = [x.data for x in case_inputs(case, rng)]
         shapes = ", ".join(f"{name.split()[0]} {a.shape}" for name, a in zip(exercise.inputs, arrays))
-        yield f"{description}; inputs {shapes}", \
-            lambda arrays=arrays, case=case: _check_inputs(exercise, op, arrays, case)
+
+        def run(op: Any, arrays: list = arrays, case: Case = case, number: int = number) -> tuple:
+            problem = _check_inputs(exercise, op, arrays, case)
+            if problem is not None:
+                return problem, {}
+            return None, _output_and_gradients(exercise, lambda *xs, **p: apply(op, *xs, **p), arrays, case,
+                                               number)
+        cases.append(CheckCase(f"{description}; inputs {shapes}", run,
+                               lambda arrays=arrays, case=case, number=number: _output_and_gradients(
+                                   exercise, exercise.reference, arrays, case, number)))
+    return cases
+
+
+def _output_and_gradients(exercise: Exercise, fn: Callable, arrays: list, case: Case, number: int) -> Results:
+    """fn's output on the case's inputs, and the gradient of each differentiable input for the
+    cotangent c (a fixed random array of the output's shape): the arrays both sides compare."""
+    names = [name.split()[0] for name in exercise.inputs]
+    inputs = [Tensor(a.copy(), requires_grad=i < len(names)) for i, a in enumerate(arrays)]
+    out = fn(*inputs, **case.params)
+    out.backward(np.random.default_rng(100 + number).standard_normal(out.shape))
+    results = {"output": out.data}
+    results.update({f"d{name}": t.grad for name, t in zip(names, inputs) if t.grad is not None})
+    return results
 
 
 def _check_inputs(exercise: Exercise, op: Any, arrays: list, case: Case) -> str | None:
@@ -150,43 +193,55 @@ def _random_expression(leaves: list, rng: random.Random, n_ops: int) -> Any:
     return total
 
 
-def scalar_engine_cases(module: ModuleType) -> Iterator[CheckCase]:
-    """Expressions built from the exercise's Value and from Tensors: the gradients must agree."""
+def scalar_engine_cases() -> list[CheckCase]:
+    """Expressions built from the exercise's Value and from Tensors: the leaves' gradients must agree."""
 
-    def check(build: Callable[[list], Any], seed: int) -> str | None:
-        values = np.random.default_rng(seed).uniform(-1.5, 1.5, 3)
-        ours = [module.Value(float(v)) for v in values]
-        theirs = [Tensor(np.float64(v), requires_grad=True) for v in values]
-        root, reference = build(ours), build(theirs)
+    def leaves(seed: int) -> np.ndarray:
+        return np.random.default_rng(seed).uniform(-1.5, 1.5, 3)
+
+    def reference(build: Callable[[list], Any], seed: int) -> Results:
+        tensors = [Tensor(np.float64(v), requires_grad=True) for v in leaves(seed)]
+        build(tensors).backward()
+        return {"grads": np.array([float(t.grad) if t.grad is not None else 0.0 for t in tensors])}
+
+    def check(module: ModuleType, build: Callable[[list], Any], seed: int) -> tuple[str | None, Results]:
+        ours = [module.Value(float(v)) for v in leaves(seed)]
+        root = build(ours)
         problem = _check_order(module.toposort(root), root)
         if problem:
-            return problem
+            return problem, {}
         module.backward(root)
-        reference.backward()
-        for name, mine, real in zip("abc", ours, theirs):
-            want = float(real.grad) if real.grad is not None else 0.0
-            if not np.isclose(mine.grad, want, rtol=1e-9, atol=1e-12):
-                return (f"after backward(root), leaf {name}.grad is {mine.grad:.10g} but the real engine "
-                        f"gives dL/d{name} = {want:.10g}")
-        return None
+        grads = np.array([float(v.grad) for v in ours])
+        for name, mine, want in zip("abc", grads, reference(build, seed)["grads"]):
+            if not np.isclose(mine, want, rtol=1e-9, atol=1e-12):
+                return (f"after backward(root), leaf {name}.grad is {mine:.10g} but the real engine "
+                        f"gives dL/d{name} = {want:.10g}"), {}
+        return None, {"grads": grads}
 
-    def deep() -> str | None:
+    def deep(module: ModuleType) -> tuple[str | None, Results]:
         x = module.Value(0.5)
         y = x
         for _ in range(3000):
             y = y * 1.0
         problem = _check_order(module.toposort(y), y)
         if problem:
-            return problem
+            return problem, {}
         module.backward(y)
-        return None if x.grad == 1.0 else f"after backward, x.grad is {x.grad:.10g}; d(x · 1 · 1 …)/dx = 1"
+        if x.grad != 1.0:
+            return f"after backward, x.grad is {x.grad:.10g}; d(x · 1 · 1 …)/dx = 1", {}
+        return None, {"grads": np.array([float(x.grad)])}
 
-    yield "L = a · b + a: a is used twice, so its gradients add (b + 1)", \
-        lambda: check(lambda v: v[0] * v[1] + v[0], 0)
-    for seed in range(1, 6):
-        yield f"random expression {seed} of 8 operations over a, b, c, some results used twice", \
-            lambda seed=seed: check(lambda v: _random_expression(v, random.Random(seed), 8), seed)
-    yield "a chain 3,000 operations deep (a recursive toposort hits Python's recursion limit)", deep
+    def case(description: str, build: Callable[[list], Any], seed: int) -> CheckCase:
+        return CheckCase(description, lambda module: check(module, build, seed),
+                         lambda: reference(build, seed), rtol=1e-9, atol=1e-12)
+
+    return [case("L = a · b + a: a is used twice, so its gradients add (b + 1)",
+                 lambda v: v[0] * v[1] + v[0], 0),
+            *(case(f"random expression {seed} of 8 operations over a, b, c, some results used twice",
+                   lambda v, seed=seed: _random_expression(v, random.Random(seed), 8), seed)
+              for seed in range(1, 6)),
+            CheckCase("a chain 3,000 operations deep (a recursive toposort hits Python's recursion limit)",
+                      deep, lambda: {"grads": np.array([1.0])}, rtol=0.0, atol=0.0)]
 
 
 def _check_order(order: Any, root: Any) -> str | None:
@@ -215,25 +270,33 @@ def _check_order(order: Any, root: Any) -> str | None:
 
 # ---- numeric_gradient ---------------------------------------------------------------------------
 
-def numeric_gradient_cases(numeric_gradient: Callable) -> Iterator[CheckCase]:
+def numeric_gradient_cases() -> list[CheckCase]:
     """Functions whose gradient is known exactly; the case that tells a one-sided difference
     apart comes first, and one input is a non-contiguous view (a transpose)."""
     rng = np.random.default_rng(0)
+    cases = []
 
-    def compare(f: Callable, x: np.ndarray, want: np.ndarray, eps: float, rtol: float,
-                hint: Callable[[np.ndarray], str] = lambda got: "") -> str | None:
+    def compare(numeric_gradient: Callable, f: Callable, x: np.ndarray, want: np.ndarray, eps: float,
+                rtol: float, hint: Callable[[np.ndarray], str]) -> tuple[str | None, Results]:
         before = x.copy()
         got = np.asarray(numeric_gradient(f, x, eps), dtype=float)
         if not np.array_equal(x, before):
-            return "numeric_gradient changed x: put each element back after perturbing it"
+            return "numeric_gradient changed x: put each element back after perturbing it", {}
         if got.shape != x.shape:
-            return f"numeric_gradient returned shape {got.shape}; it must be x's shape {x.shape}"
+            return f"numeric_gradient returned shape {got.shape}; it must be x's shape {x.shape}", {}
         wrong = ~np.isclose(got, want, rtol=rtol, atol=1e-9)
         if wrong.any():
             index = tuple(int(i) for i in np.argwhere(wrong)[0])
             return (f"element {list(index)}: yours is {got[index]:.10g}, the true value is "
-                    f"{want[index]:.10g}{hint(got)}")
-        return None
+                    f"{want[index]:.10g}{hint(got)}"), {}
+        return None, {"gradient": got}
+
+    def case(description: str, f: Callable, x: np.ndarray, want: np.ndarray, eps: float, rtol: float,
+             hint: Callable[[np.ndarray], str] = lambda got: "") -> None:
+        # A fresh copy for each run, laid out as x (a transpose stays non-contiguous).
+        cases.append(CheckCase(description,
+                               lambda ng: compare(ng, f, x.copy(order="K"), want, eps, rtol, hint),
+                               lambda: {"gradient": want}, rtol=rtol, atol=1e-9))
 
     x1 = rng.standard_normal(4)
 
@@ -244,14 +307,14 @@ def numeric_gradient_cases(numeric_gradient: Callable) -> Iterator[CheckCase]:
                     "(f(x ± ε eᵢ) − f(x)) / ε. Central differences (f(x + ε eᵢ) − f(x − ε eᵢ)) / 2ε "
                     "cancel that term (docs/gradient_checking.md).")
         return ""
-    yield "f(x) = Σ x³ with ε = 1e-2: central differences give 3x² + ε², one-sided ones are off by 3xε", \
-        lambda: compare(lambda x: float((x ** 3).sum()), x1.copy(), 3 * x1 ** 2 + 1e-4, 1e-2, 1e-9, one_sided)
+    case("f(x) = Σ x³ with ε = 1e-2: central differences give 3x² + ε², one-sided ones are off by 3xε",
+         lambda x: float((x ** 3).sum()), x1, 3 * x1 ** 2 + 1e-4, 1e-2, 1e-9, one_sided)
     x2 = rng.standard_normal(3)
-    yield "f(x) = Σ sin(xᵢ) for x of shape (3,): df/dxᵢ = cos(xᵢ)", \
-        lambda: compare(lambda x: float(np.sin(x).sum()), x2.copy(), np.cos(x2), 1e-6, 1e-6)
+    case("f(x) = Σ sin(xᵢ) for x of shape (3,): df/dxᵢ = cos(xᵢ)",
+         lambda x: float(np.sin(x).sum()), x2, np.cos(x2), 1e-6, 1e-6)
     x3, c3 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
-    yield "f(x) = Σ c ⊙ x² for x of shape (2, 3, 4): every element of any shape", \
-        lambda: compare(lambda x: float((c3 * x * x).sum()), x3.copy(), 2 * c3 * x3, 1e-6, 1e-6)
+    case("f(x) = Σ c ⊙ x² for x of shape (2, 3, 4): every element of any shape",
+         lambda x: float((c3 * x * x).sum()), x3, 2 * c3 * x3, 1e-6, 1e-6)
     a4, c4 = rng.standard_normal((3, 4)), rng.standard_normal((4, 3))
 
     def copy_nudged(got: np.ndarray) -> str:
@@ -261,17 +324,14 @@ def numeric_gradient_cases(numeric_gradient: Callable) -> Iterator[CheckCase]:
                     "leaves x unchanged. Write x itself by multi-index: for i in np.ndindex(x.shape): "
                     "x[i] = ….")
         return ""
-    yield "f(x) = Σ c ⊙ x² for x = a.T of shape (4, 3): a transposed view, not C-contiguous", \
-        lambda: compare(lambda x: float((c4 * x * x).sum()), a4.copy().T, 2 * c4 * a4.T, 1e-6, 1e-6,
-                        copy_nudged)
+    case("f(x) = Σ c ⊙ x² for x = a.T of shape (4, 3): a transposed view, not C-contiguous",
+         lambda x: float((c4 * x * x).sum()), a4.T, 2 * c4 * a4.T, 1e-6, 1e-6, copy_nudged)
     x5, c5 = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
-
-    def softmax_case() -> str | None:
-        t = Tensor(x5.copy(), requires_grad=True)
-        (F.softmax(t, -1) * Tensor(c5)).sum().backward()
-        return compare(lambda x: float((F.softmax(Tensor(x), -1).data * c5).sum()), x5.copy(),
-                       t.grad, 1e-6, 1e-5)
-    yield "softmax rows of shape (2, 3), weighted by a random c (checked against backward())", softmax_case
+    t = Tensor(x5.copy(), requires_grad=True)
+    (F.softmax(t, -1) * Tensor(c5)).sum().backward()
+    case("softmax rows of shape (2, 3), weighted by a random c (checked against backward())",
+         lambda x: float((F.softmax(Tensor(x), -1).data * c5).sum()), x5, t.grad, 1e-6, 1e-5)
+    return cases
 
 
 # ---- online softmax -----------------------------------------------------------------------------
@@ -310,24 +370,32 @@ def attention_by_blocks(update: Callable, scores: np.ndarray, values: np.ndarray
                 np.where(alive, m + np.log(np.where(alive, total, 1)), np.inf)[:, 0])
 
 
-def online_softmax_cases(update: Callable) -> Iterator[CheckCase]:
+def online_softmax_cases() -> list[CheckCase]:
     """O and L from the learner's `update` against the whole-row softmax."""
-    for description, scores, values, block_size in _online_inputs():
-        yield f"{description}; scores {scores.shape}, values {values.shape}", \
-            lambda s=scores, v=values, b=block_size: _check_online(update, s, v, b)
+    return [CheckCase(f"{description}; scores {scores.shape}, values {values.shape}",
+                      lambda update, s=scores, v=values, b=block_size: _check_online(update, s, v, b),
+                      lambda s=scores, v=values: _whole_row_softmax(s, v), rtol=1e-9, atol=1e-12)
+            for description, scores, values, block_size in _online_inputs()]
 
 
-def _check_online(update: Callable, scores: np.ndarray, values: np.ndarray, block_size: int) -> str | None:
+def _whole_row_softmax(scores: np.ndarray, values: np.ndarray) -> Results:
+    """O = softmax(S) V and L = log Σ exp(S) row by row (0 and +inf on a row with no key)."""
     alive = np.isfinite(scores).any(axis=1, keepdims=True)
     top = np.where(alive, scores.max(axis=1, keepdims=True), 0)
     e = np.exp(scores - top)
-    expected_out = np.where(alive, e / np.where(alive, e.sum(1, keepdims=True), 1), 0) @ values
+    out = np.where(alive, e / np.where(alive, e.sum(1, keepdims=True), 1), 0) @ values
     with np.errstate(divide="ignore"):
-        expected_lse = np.where(alive, top + np.log(e.sum(1, keepdims=True)), np.inf)[:, 0]
+        lse = np.where(alive, top + np.log(e.sum(1, keepdims=True)), np.inf)[:, 0]
+    return {"O": out, "L": lse}
+
+
+def _check_online(update: Callable, scores: np.ndarray, values: np.ndarray,
+                  block_size: int) -> tuple[str | None, Results]:
+    expected = _whole_row_softmax(scores, values)
     out, lse = attention_by_blocks(update, scores, values, block_size)
     for label, got, want, explain in (
-            ("output O", out, expected_out, "= a / l, but softmax(S) V computed whole gives"),
-            ("log-sum-exp L", lse, expected_lse,
+            ("output O", out, expected["O"], "= a / l, but softmax(S) V computed whole gives"),
+            ("log-sum-exp L", lse, expected["L"],
              "= m + log l (what the backward uses), but log Σ exp(S) is")):
         wrong = ~np.isclose(got, want, rtol=1e-9, atol=1e-12)
         if wrong.any():
@@ -336,29 +404,50 @@ def _check_online(update: Callable, scores: np.ndarray, values: np.ndarray, bloc
                     "masked: see docs/flash_attention.md, 'Masked scores are −inf'."
                     if np.isnan(got[index]) else "")
             return (f"online_update: after the last block, {label}{list(index)} {explain} "
-                    f"{want[index]:.10g}; yours is {got[index]:.10g}.{hint}")
-    return None
+                    f"{want[index]:.10g}; yours is {got[index]:.10g}.{hint}"), {}
+    return None, {"O": out, "L": lse}
 
 
 # ---- running the cases --------------------------------------------------------------------------
 
-def exercise_cases(name: str, module: ModuleType) -> Iterator[CheckCase]:
-    """The cases of exercise `name` for the learner's `module`."""
-    exercise = EXERCISES[name]
+def exercise_cases(name: str) -> list[CheckCase]:
+    """The cases of exercise `name`, in order (the same in the child and the parent)."""
     if name == "scalar_engine":
-        return scalar_engine_cases(module)
-    target = getattr(module, exercise.attribute)
+        return scalar_engine_cases()
     if name == "numeric_gradient":
-        return numeric_gradient_cases(target)
+        return numeric_gradient_cases()
     if name == "online_softmax":
-        return online_softmax_cases(target)
-    return backward_cases(exercise, target)
+        return online_softmax_cases()
+    return backward_cases(EXERCISES[name])
 
 
 def case_count(name: str) -> int:
-    """How many cases exercise `name` has (the parent's count of passes to wait for)."""
-    return {"scalar_engine": 7, "numeric_gradient": 5, "online_softmax": len(_online_inputs())}.get(
-        name, len(EXERCISES[name].cases))
+    """How many cases exercise `name` has."""
+    return len(exercise_cases(name))
+
+
+def encode_results(results: Results) -> dict[str, dict[str, list]]:
+    """The arrays as JSON: float64 values (NaN and ±inf as JSON's NaN and Infinity) and a shape."""
+    encoded = {}
+    for key, array in results.items():
+        array = np.asarray(array, dtype=np.float64)
+        encoded[key] = {"shape": list(array.shape), "values": array.ravel().tolist()}
+    return encoded
+
+
+def describe_error(error: BaseException) -> str:
+    """'TypeError: message' for an exception of the learner's code ('KeyboardInterrupt' when it
+    has no message)."""
+    text = error_message(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def error_message(error: BaseException) -> str:
+    """str(error), also when the learner's exception cannot make one (a __str__ that raises)."""
+    try:
+        return str(error)
+    except BaseException as inner:          # noqa: B036 - their __str__ may raise anything
+        return f"(its message could not be shown: str() raised {type(inner).__name__})"
 
 
 def failing_function(error: BaseException, path: Path) -> str:
@@ -388,39 +477,43 @@ def _qualified_names(path: Path) -> dict[int, str]:
     return names
 
 
-def run_child(path: Path, report_path: Path, name: str) -> None:
-    """Import the learner's file and check every case, reporting each to `report_path`."""
-    with open(report_path, "w", buffering=1, encoding="utf-8") as report:
+def run_child(path: Path, report: int | str | Path, name: str) -> None:
+    """Import the learner's file and run every case, writing one JSON line per event to `report`
+    (a pipe's file descriptor, or a file): what the parent reads, never trusts for a pass."""
+    with open(report, "w", buffering=1, encoding="utf-8") as out:
         def send(**entry: Any) -> None:
-            report.write(json.dumps(entry) + "\n")
-            report.flush()
+            out.write(json.dumps(entry) + "\n")
+            out.flush()
         send(ready=True)                            # started: the solution's time limit begins
         try:
             module = load(path)
-        except Exception as error:                  # the learner's file: any error is theirs to see
-            send(error=f"{path.name} could not be imported: {type(error).__name__}: {error}")
+        except BaseException as error:              # noqa: B036 - the learner's file: anything is theirs
+            send(error=f"your file could not be imported: {describe_error(error)}")
             return
         attribute = EXERCISES[name].attribute
-        if not hasattr(module, attribute):
-            send(error=f"{path.name} defines no {attribute}: the exercise asks you to complete it")
+        if name != "scalar_engine" and not hasattr(module, attribute):
+            send(error=f"your file defines no {attribute}: the exercise asks you to complete it")
             return
+        target = module if name == "scalar_engine" else getattr(module, attribute)
         with np.errstate(all="ignore"):
-            for number, (description, check) in enumerate(exercise_cases(name, module), start=1):
-                send(start=number, description=description)
+            for number, case in enumerate(exercise_cases(name), start=1):
+                send(start=number, description=case.description)
                 try:
-                    problem = check()
+                    problem, results = case.run(target)
+                    encoded = encode_results(results)
                 except NotImplementedError as error:
-                    send(missing=number, function=failing_function(error, path), message=str(error))
+                    send(missing=number, function=failing_function(error, path), message=error_message(error))
                     return
-                except Exception as error:          # the learner's code: report it with where it raised
-                    send(fail=number, message=f"{failing_function(error, path)} raised "
-                                              f"{type(error).__name__}: {error}")
+                except BaseException as error:      # noqa: B036 - the learner's code, also sys.exit, Ctrl-C
+                    where = failing_function(error, path)
+                    exits = " (a solution must not call sys.exit())" if isinstance(error, SystemExit) else ""
+                    send(fail=number, message=f"{where} raised {describe_error(error)}{exits}")
                     return
                 if problem is not None:
                     send(fail=number, message=problem)
                     return
-                send(passed=number)
+                send(passed=number, results=encoded)
 
 
 if __name__ == "__main__":
-    run_child(Path(sys.argv[1]).resolve(), Path(sys.argv[2]), sys.argv[3])
+    run_child(Path(sys.argv[1]).resolve(), int(sys.argv[2]), sys.argv[3])
