@@ -222,6 +222,16 @@ def gone(pid):
     return state in ("Z", "X")
 
 
+# The command with SIGINT, SIGTERM and SIGHUP as in a terminal, also when the suite runs in the
+# background (SIGINT ignored) or under nohup (SIGHUP ignored).
+AS_IN_A_TERMINAL = ("import signal, sys\n"
+                    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+                    "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+                    "from tinygrad_attn.commands.cli import main\n"
+                    "sys.exit(main(sys.argv[1:]))\n")
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to see processes end")
 @pytest.mark.parametrize("name, code, how", [("SIGINT", 130, "interrupted (Ctrl-C)"),
                                              ("SIGTERM", 143, "terminated by SIGTERM"),
@@ -231,7 +241,7 @@ def test_a_signal_to_the_checker_stops_it_and_kills_the_solutions_processes(tmp_
     checker got SIGTERM or SIGHUP, and its `sleep` held the checker's stdout open."""
     marker = tmp_path / "pids"
     path = spinning(tmp_path, marker)
-    command = subprocess.Popen([sys.executable, "-m", "tinygrad_attn", "check", str(path)], cwd=ROOT,
+    command = subprocess.Popen([sys.executable, "-c", AS_IN_A_TERMINAL, "check", str(path)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(3000):               # until the solution spins in case 1 (or 300 s have passed)
         if command.poll() is not None or marker.exists() and marker.read_text().count(" ") == 1:

@@ -20,6 +20,18 @@ SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16
 ROOT = Path(__file__).resolve().parents[1]
 posix_only = pytest.mark.skipif(os.name != "posix", reason="sends POSIX signals")
 
+
+@pytest.fixture(autouse=True)
+def signals_as_in_a_terminal():
+    """Ctrl-C raises KeyboardInterrupt and SIGTERM ends the process, also when the suite was
+    started in the background (which ignores SIGINT) or under nohup."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)
+
 # The train command in a child process that, at the batch of step AT, says so on a file and waits
 # for the signal SIGNAL: it lands inside that step whatever the machine's speed, through the
 # command's own handler.
@@ -29,6 +41,7 @@ from pathlib import Path
 from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, number, ready, argv = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
+signal.signal(number, signal.SIG_DFL)       # as in a terminal, even if started ignoring it (nohup)
 calls, real_batch = [0], tasks.Task.batch
 def batch(task, rng, size):
     calls[0] += 1
@@ -176,8 +189,8 @@ def test_ctrl_c_before_the_run_folder_is_taken_says_nothing_was_written(tmp_path
 
 
 def test_sigterm_handling_is_undone_after_the_command(tmp_path, capsys):
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     assert cli.main(["train", "copy", "--steps", "1", *SMALL, "--out", str(tmp_path / "run")]) == 0
     capsys.readouterr()
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     assert checkpoint.load(tmp_path / "run" / "checkpoint.npz")[1]["step"] == 1
