@@ -1,6 +1,6 @@
 """What each check of the engine costs a step, measured by leaving it out.
 
-    OPENBLAS_NUM_THREADS=1 python -m benchmarks.check_costs [KEY] [--rounds 15]
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.check_costs [KEY] [--rounds 15] [--tricks]
 
 KEY is a row of ``python -m benchmarks`` (``specs.rows``; default ``chain``: ·w and tanh
 alternately on (8, 8), then backward; ``mlp784`` shows the cost on large arrays). Its step is
@@ -17,11 +17,18 @@ the backward visit) and NumPy's own work. The checks that are a single test (the
 one type comparison per input in ``apply``'s loop; anomaly mode off; the backward's tuple
 contract; a gradient's shape and dtype compared with its input's) are not separable this way
 and stay in every variant.
+
+With ``--tricks`` the variants are the speed tricks instead, each replaced by the plain formula it
+stands for (``TRICKS``: LayerNorm's reused buffers, the leaf gradient not copied, the read-only
+gradient handed over, the fast paths of the ``grad`` setter and of binary operators, the
+float-error token), and the last column is what the trick saves. The comment beside each trick
+in the code quotes these figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -30,8 +37,15 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
+from tinygrad_attn import Tensor, engine, tensor_methods
 from tinygrad_attn import apply as apply_module
-from tinygrad_attn import engine
+from tinygrad_attn.backend import device_of
+from tinygrad_attn.errors import DeviceError, ShapeError
+from tinygrad_attn.guards.shapes import broadcast_shape
+from tinygrad_attn.ops import REGISTRY
+from tinygrad_attn.ops import norm as norm_ops
+from tinygrad_attn.ops.base import cast_back, single_for_half
+from tinygrad_attn.ops.rowsum import rowsum
 
 from .options import positive_int
 from .sides import ours
@@ -65,12 +79,90 @@ VARIANTS: dict[str, list[tuple[object, str, object]]] = {     # (module, name, s
 }
 
 
+# ----- the speed tricks, each against the plain formula it replaces (--tricks) -----
+
+def _plain_layer_norm_forward(ctx, x, weight, bias, *, eps):
+    """LayerNorm's forward as the math reads (like RMSNorm's): a fresh array per step."""
+    if x.dtype == np.float16:
+        return cast_back(_plain_layer_norm_forward(ctx, *single_for_half(x, weight, bias), eps=eps), x.dtype)
+    xp = ctx.xp
+    n = x.shape[-1] or math.nan
+    ctx.inv_n = 1 / n
+    centred = x - rowsum(xp, x) / n
+    rstd = 1 / xp.sqrt(rowsum(xp, centred * centred) / n + eps)
+    x_hat = centred * rstd
+    ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
+    y = x_hat if weight is None else x_hat * weight
+    return y if bias is None else y + bias
+
+
+def _plain_layer_norm_backward(ctx, grad):
+    xp = ctx.xp
+    x_hat, rstd, weight = ctx.saved["x_hat"], ctx.saved["rstd"], ctx.saved["weight"]
+    grad_x = None
+    if ctx.needs_grad[0]:
+        g_hat = grad if weight is None else grad * weight
+        mean_g, mean_gx = rowsum(xp, g_hat) * ctx.inv_n, rowsum(xp, g_hat * x_hat) * ctx.inv_n
+        grad_x = rstd * (g_hat - mean_g - x_hat * mean_gx)
+    return (grad_x, grad * x_hat if ctx.needs_grad[1] else None, grad if ctx.needs_grad[2] else None)
+
+
+def _plain_grad_setter(self, value):
+    """Tensor.grad's setter without the fast path: device and shape checked on every write."""
+    if value is not None:
+        if device_of(value) != self.device:
+            raise DeviceError("grad: wrong device")
+        if getattr(value, "shape", None) != self.data.shape:
+            raise ShapeError("grad: wrong shape")
+    self._grad = value
+
+
+def _plain_binary(op, a, b):
+    """_binary without the fast path: promotion and the broadcast check on every call."""
+    a, b = tensor_methods._promoted(op, a, b)
+    broadcast_shape(op.name, a.shape, b.shape)
+    return apply_module.apply(op, a, b)
+
+
+def _errstate_silence():
+    state = np.errstate(over="ignore", divide="ignore", invalid="ignore")
+    state.__enter__()
+    return state
+
+
+def _errstate_restore(state):
+    state.__exit__(None, None, None)
+
+
+TRICKS: dict[str, list[tuple[object, str, object]]] = {
+    "every trick (the engine as shipped)": [],
+    "LayerNorm: a fresh array per step (as RMSNorm)": [
+        (norm_ops.LayerNorm, "forward", staticmethod(_plain_layer_norm_forward)),
+        (norm_ops.LayerNorm, "backward", staticmethod(_plain_layer_norm_backward))],
+    "a leaf's first gradient always copied (no _owned/shared)": [
+        (engine, "_owned", lambda grad, shared: grad.copy())],
+    "every op's backward handed a copy (no read-only skip)": [
+        (op, "grad_read_only", False) for op in REGISTRY.values()],
+    "the grad setter checks device and shape every time": [
+        (Tensor, "grad", property(Tensor.grad.fget, _plain_grad_setter))],
+    "_binary promotes and checks broadcasting every time": [
+        (tensor_methods, "_binary", _plain_binary)],
+    "float errors silenced by np.errstate per op": [
+        (apply_module, "silence_float_errors", _errstate_silence),
+        (apply_module, "restore_float_errors", _errstate_restore),
+        (engine, "silence_float_errors", _errstate_silence),
+        (engine, "restore_float_errors", _errstate_restore)],
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.check_costs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("key", nargs="?", default="chain",
                         help="the row: " + ", ".join(w.key for w in rows(False)))
     parser.add_argument("--rounds", type=positive_int, default=15)
+    parser.add_argument("--tricks", action="store_true",
+                        help="time each speed trick against the plain formula it replaces, not the checks")
     parser.add_argument("--calls", type=positive_int, default=10, help="steps per sample")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(False)}
@@ -79,9 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     workload = workloads[args.key]
     bench = ours.build(workload.name, workload.sizes, np.float32)
     per = workload.sizes["length"] if workload.per == "op" else 1       # µs an op, or µs a step
-    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    variants = TRICKS if args.tricks else VARIANTS
+    samples: dict[str, list[float]] = {name: [] for name in variants}
     for index in range(args.rounds + 1):                # the first round warms up
-        for name, patches in VARIANTS.items():
+        for name, patches in variants.items():
             with ExitStack() as stack:
                 for owner, attribute, stand_in in patches:
                     stack.enter_context(_replaced(owner, attribute, stand_in))
@@ -91,13 +184,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seconds = (time.process_time() - start) / args.calls / per
             if index:
                 samples[name].append(seconds)
-    full = samples[next(iter(VARIANTS))]
+    full = samples[next(iter(variants))]
+    what = "the trick saves" if args.tricks else "the check costs"
     unit = "an op" if per > 1 else "a step"
     print(f"{workload.label}; {args.rounds} rounds, variants interleaved in one process; CPU µs {unit}")
-    print(f"| variant | µs {unit} | what the check costs {unit} (median per-round difference) |")
+    print(f"| variant | µs {unit} | what {what} {unit} (median per-round difference) |")
     print("|---|---|---|")
     for name, times in samples.items():
-        cost = statistics.median(f - t for f, t in zip(full, times)) * 1e6
+        cost = statistics.median(t - f if args.tricks else f - t for f, t in zip(full, times)) * 1e6
         print(f"| {name} | {statistics.median(times) * 1e6:.2f} | "
               f"{'-' if times is full else f'{cost:.2f} µs'} |")
     return 0

@@ -138,6 +138,47 @@ def test_check_costs_prints_a_row_per_variant_and_puts_every_check_back(capsys):
     assert engine.inplace is inplace and engine.current_scope.__module__ == "tinygrad_attn.scopes"
 
 
+def test_check_costs_tricks_print_a_row_each_and_put_every_trick_back(capsys):
+    from benchmarks import check_costs
+    from tinygrad_attn import Tensor, engine, tensor_methods
+    from tinygrad_attn.ops import REGISTRY
+    from tinygrad_attn.ops.norm import LayerNorm
+
+    def current():
+        return LayerNorm.forward, LayerNorm.backward, Tensor.grad, tensor_methods._binary, engine._owned
+
+    shipped = current()
+    assert check_costs.main(["mlp16", "--tricks", "--rounds", "1", "--calls", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in check_costs.TRICKS:
+        assert re.search(rf"\| {re.escape(name)} \| [\d.]+ \| ", out), out
+    assert current() == shipped
+    assert all(op.grad_read_only for op in REGISTRY.values())
+
+
+def test_the_plain_layer_norm_it_times_gives_the_shipped_values_and_gradients():
+    """The stand-in a trick is timed against computes the same thing (float64, random cotangent)."""
+    from contextlib import ExitStack
+
+    import tinygrad_attn as ta
+    from benchmarks import check_costs
+    from tinygrad_attn import functional as F
+
+    rng = np.random.default_rng(0)
+    x, w, b, c = (rng.standard_normal(s) for s in ((3, 2, 5), (5,), (5,), (3, 2, 5)))
+    results = []
+    for patches in ([], check_costs.TRICKS["LayerNorm: a fresh array per step (as RMSNorm)"]):
+        with ExitStack() as stack:
+            for owner, attribute, stand_in in patches:
+                stack.enter_context(check_costs._replaced(owner, attribute, stand_in))
+            leaves = [ta.Tensor(a, requires_grad=True) for a in (x, w, b)]
+            y = F.layer_norm(leaves[0], leaves[1], leaves[2])
+            (y * ta.Tensor(c)).sum().backward()
+            results.append([y.data] + [t.grad for t in leaves])
+    for shipped, plain in zip(*results, strict=True):
+        np.testing.assert_allclose(plain, shipped, rtol=1e-12, atol=1e-12)
+
+
 def test_profile_prints_the_steps_top_functions(capsys):
     from benchmarks import profile
 
@@ -207,3 +248,12 @@ def test_text_losses_of_ours_and_pytorch_agree_step_by_step():
     theirs = peer_torch.text_losses(specs.NANOGPT, 3)
     np.testing.assert_allclose(mine, theirs, rtol=1e-4)
     assert mine[-1] < mine[0]
+
+
+def test_flash_vs_plain_prints_a_row_per_length_and_flashs_share(capsys):
+    from benchmarks import flash_vs_plain
+
+    flash_vs_plain.main(["--sizes", "32", "64", "--repeats", "1", "--block-size", "16", "--causal"])
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+32 (\s+[\d.]+){6}$", out, re.M) and re.search(r"^\s+64 (\s+[\d.]+){6}$", out, re.M)
+    assert re.search(r"at n = 64, flash attention's peak memory is [\d.]+ of the plain kernel's", out)

@@ -201,6 +201,8 @@ class _Pass:
         op, ctx = node.op, node.ctx
         ctx.trace = {} if trace and op.insides else None
         # An op of your own may overwrite `grad`: it gets a copy (node.grad stays what arrived).
+        # A registered op gets the array itself: 0.2 µs of a 9.4 µs chain op, 3-4 µs of a 116 µs
+        # MLP 16 step (check_costs --tricks).
         sent = op.backward(ctx, g if op.grad_read_only else g.copy())
         parents = node.parents
         if type(sent) is not tuple or len(sent) != len(parents):
@@ -242,7 +244,9 @@ def _reduce_to_parent(node: Node, index: int, parent: Tensor, grad: Any) -> Any:
 
 def _owned(grad: Any, shared: set[int]) -> Any:
     """`grad` as an array a leaf may own and change in place: copied when it is a view (a
-    broadcast one is read-only), or is held elsewhere (the seed, a node's gradient, another leaf)."""
+    broadcast one is read-only), or is held elsewhere (the seed, a node's gradient, another leaf).
+    Not copying the rest saves 20 µs of a 570 µs MLP 784 step (W1's 784 × 128 gradient), 1 µs of
+    the MLP 16 step (``python -m benchmarks.check_costs mlp784 --tricks``)."""
     if grad.base is not None or id(grad) in shared or not getattr(grad.flags, "writeable", True):
         return grad.copy()
     shared.add(id(grad))
