@@ -173,7 +173,9 @@ def test_max_over_an_empty_axis_is_a_shape_error():
         ta.Tensor(np.zeros((2, 0))).max(axis=1)
     with pytest.raises(ta.ShapeError, match="max: cannot take the maximum over an empty axis"):
         ta.Tensor(np.zeros(0)).max()
-    assert ta.Tensor(np.zeros((0, 2))).max(axis=1).shape == (0,)    # empty rows, not an empty axis
+    empty_rows = ta.Tensor(np.zeros((0, 2))).max(axis=1)             # empty rows, not an empty axis
+    assert empty_rows.values.shape == empty_rows.indices.shape == (0,)
+    assert ta.Tensor(np.zeros((0, 2))).amax(axis=1).shape == (0,)
 
 
 # ----- no RuntimeWarning from ops; detect_anomaly still reports -----

@@ -103,8 +103,24 @@ def test_broadcast_gradient_is_summed_to_input_shape():
 
 def test_max_ties_share_the_gradient_equally():
     x = ta.Tensor([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]], requires_grad=True)
-    x.max(axis=1).backward(np.array([1.0, 4.0]))
+    x.amax(axis=1).backward(np.array([1.0, 4.0]))
     np.testing.assert_allclose(x.grad, [[0, 0.5, 0.5], [2.0, 0, 2.0]])
+
+
+def test_max_along_a_dim_gives_values_and_indices_as_pytorch():
+    x = ta.Tensor([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]], requires_grad=True)
+    values, indices = x.max(1)
+    np.testing.assert_array_equal(values.numpy(), [3.0, 2.0])
+    np.testing.assert_array_equal(indices.numpy(), [1, 0])                    # the first maximum
+    values.backward(np.array([1.0, 4.0]))
+    np.testing.assert_allclose(x.grad, [[0, 1.0, 0], [4.0, 0, 0]])            # to that index only
+    low = x.min(dim=0, keepdim=True)
+    assert low.values.shape == (1, 3) and low.indices.numpy().tolist() == [[0, 1, 1]]
+    np.testing.assert_array_equal(low.values.numpy(), [[1.0, 0.0, 2.0]])
+    assert x.max().item() == 3.0 and x.min().item() == 0.0                   # no dim: a value
+    np.testing.assert_array_equal(x.amin(axis=1, keepdims=True).numpy(), [[1.0], [0.0]])
+    with pytest.raises(TypeError, match=r"^max: got both dim= and axis="):
+        x.max(dim=0, axis=1)
 
 
 def test_getitem_repeated_indices_accumulate_and_negative_steps():
@@ -147,9 +163,26 @@ def test_split_and_swapaxes_and_T(rng):
     x = ta.Tensor(rng.standard_normal((2, 6, 3)), requires_grad=True)
     pieces = x.split([1, 2, 3], axis=1)
     assert [p.shape for p in pieces] == [(2, 1, 3), (2, 2, 3), (2, 3, 3)]
-    assert [p.shape for p in x.split(3, axis=1)] == [(2, 2, 3)] * 3
+    assert [p.shape for p in x.split(2, dim=1)] == [(2, 2, 3)] * 3          # an int: each piece's size
+    assert [p.shape for p in x.split(4, axis=1)] == [(2, 4, 3), (2, 2, 3)]  # the last piece smaller
+    assert [p.shape for p in x.chunk(3, 1)] == [(2, 2, 3)] * 3              # chunk: how many pieces
     assert x.T.shape == (2, 3, 6) and x.swapaxes(0, -1).shape == (3, 6, 2)
-    assert ta.gradcheck(lambda t: ta.concat([t.split(3, axis=1)[2], t.T.swapaxes(1, 2)], axis=1), [x])
+    assert x.transpose(0, 2).shape == (3, 6, 2) and x.transpose(2, 0, 1).shape == (3, 2, 6)
+    assert ta.gradcheck(lambda t: ta.concat([t.split(2, dim=1)[2], t.T.swapaxes(1, 2)], dim=1), [x])
+
+
+def test_transpose_swaps_two_axes_as_pytorch():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(ta.Tensor(x).transpose(0, 1).numpy(), x.T)     # NumPy's would be x
+    np.testing.assert_array_equal(ta.Tensor(x).transpose(1, 0).numpy(), x.T)
+    np.testing.assert_array_equal(ta.Tensor(x).transpose(1, 1).numpy(), x)
+    y = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(ta.Tensor(y).transpose(0, 2).numpy(), np.swapaxes(y, 0, 2))
+    np.testing.assert_array_equal(ta.Tensor(y).permute(1, 2, 0).numpy(), y.transpose(1, 2, 0))
+    np.testing.assert_array_equal(ta.Tensor(y).permute((2, 0, 1)).numpy(), y.transpose(2, 0, 1))
+    with pytest.raises(ta.ShapeError, match=r"^permute: dims \(0, 1\) are not a permutation for shape "
+                                            r"\(2, 3, 4\)$"):
+        ta.Tensor(y).permute(0, 1)
 
 
 class _Twice(Op):

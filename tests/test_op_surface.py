@@ -50,7 +50,9 @@ FORWARD = {
     "hardsigmoid": (lambda x: F.hardsigmoid(x * 2), lambda a: np.clip(2 * a / 6 + 0.5, 0, 1)),
     "hardswish": (lambda x: F.hardswish(x * 2), lambda a: 2 * a * np.clip(2 * a + 3, 0, 6) / 6),
     "mish": (lambda x: F.mish(x), lambda a: a * np.tanh(SOFTPLUS(a))),
-    "min": (lambda x: x.min(axis=1), lambda a: a.min(axis=1)),
+    "min": (lambda x: x.min(axis=1).values, lambda a: a.min(axis=1)),
+    "amin": (lambda x: x.amin(axis=1), lambda a: a.min(axis=1)),
+    "amax": (lambda x: x.amax(dim=(0, 1)), lambda a: a.max()),
     "prod": (lambda x: x.prod(axis=0), lambda a: a.prod(axis=0)),
     "std": (lambda x: x.std(axis=1, correction=1), lambda a: a.std(axis=1, ddof=1)),
     "var": (lambda x: x.var(axis=0, correction=1), lambda a: a.var(axis=0, ddof=1)),
@@ -233,7 +235,7 @@ def test_creation():
     (lambda x: x.repeat(2), ValueError, r"repeat: need one count ≥ 0 per axis of shape \(3, 4\)"),
     (lambda x: x.repeat_interleave([1, 2], axis=0), ValueError, "repeat_interleave: repeats"),
     (lambda x: x.clip(), ValueError, "clip: at least one of min and max"),
-    (lambda x: x.diagonal(0, 1, -1), ta.ShapeError, "diagonal: axis1 and axis2 are the same axis 1"),
+    (lambda x: x.diagonal(0, 1, -1), ta.ShapeError, "diagonal: dim1 and dim2 are the same axis 1"),
     (lambda x: x.unsqueeze(3), ta.ShapeError, "unsqueeze: axis 3 is out of range"),
     (lambda x: x.cumsum(2), ta.ShapeError, "cumsum: axis 2 is out of range"),
     (lambda x: x[0].tril(), ta.ShapeError, r"tril: needs at least 2 dims, got shape \(4,\)"),
@@ -271,8 +273,8 @@ LARGE = np.full((2, 1000), 100, np.float16) + np.arange(1000, dtype=np.float16) 
 
 @pytest.mark.parametrize("name,fn,reference", [
     ("mean", lambda x: x.mean(axis=1), lambda a: a.mean(axis=1)),
-    ("var", lambda x: x.var(axis=1), lambda a: a.var(axis=1)),
-    ("std", lambda x: x.std(axis=1), lambda a: a.std(axis=1)),
+    ("var", lambda x: x.var(axis=1), lambda a: a.var(axis=1, ddof=1)),
+    ("std", lambda x: x.std(axis=1), lambda a: a.std(axis=1, ddof=1)),
     ("sum of a row that fits", lambda x: x[:, :600].sum(axis=1), lambda a: a[:, :600].sum(axis=1)),
     ("softmax", lambda x: F.softmax(x), lambda a: np.exp(a - a.max(1, keepdims=True)) /
      np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True)),

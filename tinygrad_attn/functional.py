@@ -14,7 +14,7 @@ from .backend import xp_for
 from .creation import generator_for
 from .dtypes import as_float
 from .errors import ShapeError
-from .guards.axes import normalize_axis
+from .guards.axes import normalize_axis, numpy_spellings
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .labels import named
 from .ops import activations as act_ops
@@ -69,12 +69,13 @@ def _check_float(op: str, name: str, x: Tensor) -> None:
         raise TypeError(f"{op}: {name} must be a float tensor, got dtype {x.dtype}")
 
 
-def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
-    """Probabilities along `axis`: exp(z − max z) / Σ exp(z − max z), z the masked logits.
+@numpy_spellings
+def softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
+    """Probabilities along `dim`: exp(z − max z) / Σ exp(z − max z), z the masked logits.
 
     Args:
         x: logits, any float dtype.
-        axis: the axis that sums to 1.
+        dim: the axis that sums to 1 (``axis=`` also works).
         mask: boolean (True = the position takes part) or float (added to `x`), broadcastable
             to `x`; a NumPy or CuPy array or a Tensor; never differentiated.
 
@@ -93,15 +94,16 @@ def softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     """
     _check_float("softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "softmax")
-    return apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", axis, x.ndim))
+    return apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", dim, x.ndim))
 
 
-def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
-    """Log-probabilities along `axis`: z − max z − log Σ exp(z − max z).
+@numpy_spellings
+def log_softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
+    """Log-probabilities along `dim`: z − max z − log Σ exp(z − max z).
 
     Args:
         x: logits, any float dtype.
-        axis: the axis normalised over.
+        dim: the axis normalised over (``axis=`` also works).
         mask: as in ``softmax``.
 
     Returns:
@@ -119,7 +121,7 @@ def log_softmax(x: Tensor, axis: int = -1, mask: Any = None) -> Tensor:
     _check_float("log_softmax", "x", x)
     keep, bias = _mask_inputs(mask, x, x.shape, "log_softmax")
     return apply(softmax_ops.LogSoftmax, x, keep, bias,
-                        axis=normalize_axis("log_softmax", axis, x.ndim))
+                        axis=normalize_axis("log_softmax", dim, x.ndim))
 
 
 def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,

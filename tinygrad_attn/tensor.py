@@ -21,7 +21,7 @@ from .backend import device_of, to_device, to_numpy, xp_for
 from .dtypes import get_default_dtype, is_float
 from .errors import DeviceError, ShapeError
 from .float_errors import quiet_float_errors
-from .guards.axes import normalize_axis
+from .guards.axes import normalize_axis, numpy_spellings
 from .guards.shapes import broadcast_shape, check_concat, check_stack
 from .ops.selection import Where
 from .ops.shape import Concat, Stack
@@ -217,21 +217,23 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     return apply(Where, cond, a, b)
 
 
-def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+@numpy_spellings
+def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors joined along an existing axis."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("concat: needs at least one tensor")
-    axis = normalize_axis("concat", axis, tensors[0].ndim)
+    axis = normalize_axis("concat", dim, tensors[0].ndim)
     check_concat([t.shape for t in tensors], axis)
     return apply(Concat, *tensors, axis=axis)
 
 
-def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+@numpy_spellings
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors (of one shape) joined along a new axis."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
     check_stack([t.shape for t in tensors])
-    axis = normalize_axis("stack", axis, tensors[0].ndim + 1)
+    axis = normalize_axis("stack", dim, tensors[0].ndim + 1)
     return apply(Stack, *tensors, axis=axis)

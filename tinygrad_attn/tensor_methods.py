@@ -10,7 +10,7 @@ with no graph. ``Tensor`` inherits these methods; a new op's method goes here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .backend import device_of, xp_for
 from .dtypes import as_float
 from .errors import DeviceError, ShapeError
 from .float_errors import quiet_float_errors
-from .guards.axes import normalize_axes, normalize_axis
+from .guards.axes import normalize_axes, normalize_axis, numpy_spellings
 from .guards.indexing import check_index
 from .guards.shape_arguments import (
     check_index_along,
@@ -51,7 +51,29 @@ from .ops.shape import Expand, Reshape, Split, Transpose
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["TensorMethods", "as_mask"]
+__all__ = ["TensorMethods", "ValuesIndices", "as_mask", "sort_order"]
+
+
+class ValuesIndices(NamedTuple):
+    """What ``max(dim)``, ``min(dim)``, ``sort`` and ``topk`` return, as PyTorch: values (they
+    carry the gradient) and the int64 indices they were read at."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def sort_order(xp: Any, a: Any, axis: int, descending: bool) -> Any:
+    """The indices that sort `a` along `axis`, ties in their original order, NaN as the largest.
+
+    Descending is never ascending of −a (−a overflows uint8 and int64's minimum, and fails on bool):
+    sort the reversed array ascending, read the result backwards, and map the positions back,
+    i ↦ n − 1 − i, which keeps tied elements in their original order and puts NaN first.
+    """
+    if not descending:
+        return xp.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    order = xp.argsort(xp.flip(a, axis=axis), axis=axis, kind="stable")
+    return (n - 1) - xp.flip(order, axis=axis)
 
 
 class TensorMethods:
@@ -98,32 +120,63 @@ class TensorMethods:
     def silu(self) -> Tensor: return apply(Silu, as_float(self))
 
     # ----- reductions -----
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+    @numpy_spellings
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
             dtype: Any = None) -> Tensor:
-        """Σ over `axis`; `dtype` sets the dtype it accumulates in and returns (float16 is
+        """Σ over `dim`; `dtype` sets the dtype it accumulates in and returns (float16 is
         always accumulated in float32)."""
-        return self._reduce(Sum, axis, keepdims, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
+        return self._reduce(Sum, dim, keepdim, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        return as_float(self)._reduce(Mean, axis, keepdims)
+    @numpy_spellings
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return as_float(self)._reduce(Mean, dim, keepdim)
 
-    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """The maximum; at ties the gradient is shared equally by the tied elements."""
-        return self._reduce(Max, axis, keepdims)
+    @numpy_spellings
+    def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The maximum over `dim` (every axis when None); at ties the gradient is shared equally."""
+        return self._reduce(Max, dim, keepdim)
 
-    def var(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-            correction: int = 0) -> Tensor:
-        """Σ (x − mean)² / (n − correction): the population variance by default (correction 0;
-        PyTorch's default is 1, the unbiased estimate)."""
-        return as_float(self)._reduce(Var, axis, keepdims, correction=correction)
+    @numpy_spellings
+    def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The minimum over `dim` (every axis when None); at ties the gradient is shared equally."""
+        return self._reduce(Min, dim, keepdim)
 
-    def _reduce(self, op, axis, keepdims, **params) -> Tensor:
-        axes = normalize_axes(op.name, axis, self.ndim)
+    @numpy_spellings
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+        """Without `dim`, the maximum (a value; ties share the gradient); with `dim`, as PyTorch,
+        ``(values, indices)`` along it, the gradient going to the first maximum's index."""
+        return self.amax() if dim is None else self._extremum_along("max", dim, keepdim)
+
+    @numpy_spellings
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+        """Without `dim`, the minimum (a value; ties share the gradient); with `dim`, as PyTorch,
+        ``(values, indices)`` along it, the gradient going to the first minimum's index."""
+        return self.amin() if dim is None else self._extremum_along("min", dim, keepdim)
+
+    def _extremum_along(self, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+        dim = normalize_axis(name, dim, self.ndim)
+        if self.shape[dim] == 0:
+            raise ShapeError(f"{name}: cannot take the {name}imum over an empty axis (axis {dim} of "
+                             f"shape {self.shape})")
+        indices = self._arg(f"arg{name}", dim, True)
+        values = self.gather(dim, indices)
+        return ValuesIndices(values, indices) if keepdim else \
+            ValuesIndices(values.squeeze(dim), indices.squeeze(dim))
+
+    @numpy_spellings
+    def var(self, dim: int | Sequence[int] | None = None, *, correction: int = 1,
+            keepdim: bool = False) -> Tensor:
+        """Σ (x − mean)² / max(0, n − correction): the unbiased estimate by default (correction 1,
+        as PyTorch); correction 0 is the population variance; correction ≥ n gives nan (or inf)."""
+        return as_float(self)._reduce(Var, dim, keepdim, correction=correction)
+
+    def _reduce(self, op, dim, keepdim, **params) -> Tensor:
+        axes = normalize_axes(op.name, dim, self.ndim)
         reduced = range(self.ndim) if axes is None else axes
         if op in (Max, Min) and any(self.shape[a] == 0 for a in reduced):
-            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {axis} of "
+            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {dim} of "
                              f"shape {self.shape})")
-        return apply(op, self, axis=axes, keepdims=keepdims, **params)
+        return apply(op, self, axis=axes, keepdims=keepdim, **params)
 
     # ----- shape -----
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
@@ -131,20 +184,37 @@ class TensorMethods:
         check_reshape(self.shape, self.data.size, shape)
         return apply(Reshape, self, shape=shape)
 
-    def transpose(self, *axes: int) -> Tensor:
-        """Permute the axes (reversed when none are given), as numpy.transpose."""
-        axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        axes = normalize_axes("transpose", axes, self.ndim, sort=False) if axes else \
-            tuple(reversed(range(self.ndim)))
-        if len(axes) != self.ndim:
-            raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {self.shape}")
-        return apply(Transpose, self, axes=axes)
+    def transpose(self, *dims: int) -> Tensor:
+        """PyTorch's transpose: ``transpose(d0, d1)`` swaps two axes (on a 2-D tensor too). With
+        no argument, or a full permutation of ndim > 2 axes, it permutes as ``permute``."""
+        if len(dims) == 2:
+            return self._swapped("transpose", *dims)
+        if not dims:
+            return self.permute(tuple(reversed(range(self.ndim))))
+        if len(dims) == 1 and not isinstance(dims[0], (tuple, list)) or len(dims) < self.ndim:
+            raise ShapeError(f"transpose: takes two dims to swap (or a permutation of all "
+                             f"{self.ndim}), got {dims} for shape {self.shape}")
+        return self.permute(*dims)
 
-    def swapaxes(self, a: int, b: int) -> Tensor:
+    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+        """The axes reordered: output axis i is input axis dims[i] (a permutation of all of them)."""
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        dims = normalize_axes("permute", dims, self.ndim, sort=False)
+        if len(dims or ()) != self.ndim:
+            raise ShapeError(f"permute: dims {dims} are not a permutation for shape {self.shape}")
+        return apply(Transpose, self, axes=dims)
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """Axes axis0 and axis1 swapped (``transpose(d0, d1)``, ``swapdims``)."""
+        return self._swapped("swapaxes", axis0, axis1)
+
+    def _swapped(self, name: str, axis0: int, axis1: int) -> Tensor:
         axes = list(range(self.ndim))
-        a, b = (normalize_axis("swapaxes", x, self.ndim) for x in (a, b))
+        a, b = (normalize_axis(name, x, self.ndim) for x in (axis0, axis1))
         axes[a], axes[b] = axes[b], axes[a]
         return apply(Transpose, self, axes=tuple(axes))
+
+    swapdims = swapaxes
 
     def __getitem__(self, index: Any) -> Tensor:
         """Basic slicing, integer-array and boolean-array indexing, as NumPy, on either device.
@@ -171,12 +241,14 @@ class TensorMethods:
         check_index(xp, index, self.shape)
         return apply(GetItem, self, index=index)
 
-    def split(self, sizes_or_n: int | Sequence[int], axis: int = 0) -> list[Tensor]:
-        """Equal pieces (an int: how many) or pieces of the given sizes along `axis`."""
-        axis = normalize_axis("split", axis, self.ndim)
-        sizes = split_sizes(self.shape, axis, sizes_or_n)
+    @numpy_spellings
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Pieces along `dim`, as PyTorch's: an int is each piece's size (the last one may be
+        smaller), a list the sizes; ``chunk(n)`` makes n pieces."""
+        dim = normalize_axis("split", dim, self.ndim)
+        sizes = split_sizes(self.shape, dim, split_size)
         starts = np.cumsum([0] + sizes).tolist()
-        return [apply(Split, self, axis=axis, start=a, stop=b)
+        return [apply(Split, self, axis=dim, start=a, stop=b)
                 for a, b in zip(starts[:-1], starts[1:])]
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
@@ -271,89 +343,101 @@ class TensorMethods:
         return bool(self.data)
 
     # ----- reductions -----
-    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """The minimum; at ties the gradient is shared equally by the tied elements."""
-        return self._reduce(Min, axis, keepdims)
+    @numpy_spellings
+    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce(Prod, dim, keepdim)
 
-    def prod(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce(Prod, axis, keepdims)
+    @numpy_spellings
+    def logsumexp(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """log Σ exp(x) over `dim`, with the maximum subtracted first (never overflows)."""
+        return as_float(self)._reduce(LogSumExp, dim, keepdim)
 
-    def logsumexp(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """log Σ exp(x) over `axis`, with the maximum subtracted first (never overflows)."""
-        return as_float(self)._reduce(LogSumExp, axis, keepdims)
+    @numpy_spellings
+    def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1,
+            keepdim: bool = False) -> Tensor:
+        """√var: the square root of ``var`` with the same `correction` (1 by default, as ``var``)."""
+        return self.var(dim, correction=correction, keepdim=keepdim).sqrt()
 
-    def std(self, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-            correction: int = 0) -> Tensor:
-        """√var: the square root of ``var`` with the same `correction` (0 by default, as ``var``)."""
-        return self.var(axis, keepdims, correction).sqrt()
+    @numpy_spellings
+    def cumsum(self, dim: int) -> Tensor:
+        return apply(CumSum, self, axis=normalize_axis("cumsum", dim, self.ndim))
 
-    def cumsum(self, axis: int) -> Tensor:
-        return apply(CumSum, self, axis=normalize_axis("cumsum", axis, self.ndim))
+    @numpy_spellings
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the maximum along `dim` (of the flattened tensor when dim is None)."""
+        return self._arg("argmax", dim, keepdim)
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        """The index of the maximum along `axis` (of the flattened tensor when axis is None)."""
-        return self._arg("argmax", axis, keepdims)
+    @numpy_spellings
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the minimum along `dim` (of the flattened tensor when dim is None)."""
+        return self._arg("argmin", dim, keepdim)
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        """The index of the minimum along `axis` (of the flattened tensor when axis is None)."""
-        return self._arg("argmin", axis, keepdims)
-
-    def _arg(self, name: str, axis: int | None, keepdims: bool) -> Tensor:
-        axis = None if axis is None else normalize_axis(name, axis, self.ndim)
-        if self.data.size == 0 or (axis is not None and self.shape[axis] == 0):
+    def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        axis = None if dim is None else normalize_axis(name, dim, self.ndim)
+        if (self.shape[axis] if axis is not None else self.data.size) == 0:
             raise ShapeError(f"{name}: cannot take it over an empty axis (axis {axis} of shape {self.shape})")
-        return _constant(name, lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=keepdims), self)
+        return _constant(name, lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=keepdim), self)
 
-    def any(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        axes = normalize_axes("any", axis, self.ndim)
-        return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdims), self)
+    @numpy_spellings
+    def any(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        axes = normalize_axes("any", dim, self.ndim)
+        return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdim), self)
 
-    def all(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        axes = normalize_axes("all", axis, self.ndim)
-        return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdims), self)
+    @numpy_spellings
+    def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        axes = normalize_axes("all", dim, self.ndim)
+        return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdim), self)
 
-    def sort(self, axis: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
-        """(values, indices) sorted along `axis`; values = gather(indices), so they are
-        differentiable, each gradient going back to the element it came from."""
-        axis = normalize_axis("sort", axis, self.ndim)
-        order = _constant("sort", lambda xp, a: xp.argsort(-a if descending else a, axis=axis), self)
-        return self.gather(axis, order), order
+    @numpy_spellings
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+        """(values, indices) sorted along `dim`, ties in their original order (always stable);
+        NaN counts as the largest (last ascending, first descending), as PyTorch. values =
+        gather(indices), so they are differentiable, each gradient going back to its element."""
+        dim = normalize_axis("sort", dim, self.ndim)
+        order = _constant("sort", lambda xp, a: sort_order(xp, a, dim, descending), self)
+        return ValuesIndices(self.gather(dim, order), order)
 
-    def topk(self, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the k largest (or smallest) elements along `axis`, in order."""
-        axis = normalize_axis("topk", axis, self.ndim)
-        if not 0 <= k <= self.shape[axis]:
-            raise ShapeError(f"topk: k = {k} is out of range for axis {axis} of shape {self.shape}")
-        _, order = self.sort(axis, descending=largest)
-        indices = type(self)._from_op(order.data[(slice(None),) * axis + (slice(0, k),)], None, None)
-        return self.gather(axis, indices), indices
+    @numpy_spellings
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:  # noqa: A002
+        """(values, indices) of the k largest (or smallest) elements along `dim`, largest first (or
+        smallest first); NaN counts as the largest. `sorted` is accepted as PyTorch's and the
+        result is always in order."""
+        dim = normalize_axis("topk", dim, self.ndim)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= self.shape[dim]:
+            raise ShapeError(f"topk: k = {k!r} is out of range for axis {dim} of shape {self.shape}")
+        _, order = self.sort(dim, descending=largest)
+        indices = type(self)._from_op(order.data[(slice(None),) * dim + (slice(0, int(k)),)], None, None)
+        return ValuesIndices(self.gather(dim, indices), indices)
 
     # ----- shape -----
     def view(self, *shape: int | Sequence[int]) -> Tensor: return self.reshape(*shape)
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        """The size-1 axes removed (only those in `axis` when given; others there stay)."""
-        axes = range(self.ndim) if axis is None else normalize_axes("squeeze", axis, self.ndim)
+    @numpy_spellings
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """The size-1 axes removed (only those in `dim` when given; others there stay)."""
+        axes = range(self.ndim) if dim is None else normalize_axes("squeeze", dim, self.ndim)
         drop = {a for a in axes if self.shape[a] == 1}
         return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
 
-    def unsqueeze(self, axis: int) -> Tensor:
-        """A size-1 axis inserted at `axis` (−1 appends one)."""
-        axis = normalize_axis("unsqueeze", axis, self.ndim + 1)
+    @numpy_spellings
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A size-1 axis inserted at `dim` (−1 appends one)."""
+        axis = normalize_axis("unsqueeze", dim, self.ndim + 1)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def flatten(self, start_axis: int = 0, end_axis: int = -1) -> Tensor:
-        """Axes start_axis … end_axis merged into one."""
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes start_dim … end_dim merged into one."""
         if self.ndim == 0:
             return self.reshape(1)
-        start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_axis, end_axis))
+        start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_dim, end_dim))
         if start > end:
-            raise ShapeError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+            raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
 
-    def unflatten(self, axis: int, sizes: Sequence[int]) -> Tensor:
-        """Axis `axis` split into axes of `sizes` (one may be −1)."""
-        axis = normalize_axis("unflatten", axis, self.ndim)
+    @numpy_spellings
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Axis `dim` split into axes of `sizes` (one may be −1)."""
+        axis = normalize_axis("unflatten", dim, self.ndim)
         check_unflatten(self.shape, axis, sizes)
         return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
 
@@ -362,23 +446,26 @@ class TensorMethods:
         copying: the gradient sums over the copies."""
         return apply(Expand, self, shape=expanded_shape(self.shape, sizes))
 
-    def flip(self, axis: int | Sequence[int]) -> Tensor:
-        return apply(Flip, self, axis=normalize_axes("flip", axis, self.ndim))
+    @numpy_spellings(axis="dims")
+    def flip(self, dims: int | Sequence[int]) -> Tensor:
+        return apply(Flip, self, axis=normalize_axes("flip", dims, self.ndim))
 
-    def roll(self, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Tensor:
-        """Elements shifted cyclically along `axis` (over the flattened tensor when axis is None)."""
-        shifts, axis = roll_shifts(shifts, axis, self.ndim)
+    @numpy_spellings(axis="dims")
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted cyclically along `dims` (over the flattened tensor when dims is None)."""
+        shifts, axis = roll_shifts(shifts, dims, self.ndim)
         return apply(Roll, self, shifts=shifts, axis=axis)
 
     def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
         """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
         return apply(Repeat, self, repeats=repeat_counts(self.shape, repeats))
 
-    def repeat_interleave(self, repeats: int | Sequence[int], axis: int | None = None) -> Tensor:
-        """Each element repeated `repeats` times (or repeats[i] times) along `axis` (flattened first
-        when axis is None)."""
-        x = self.reshape(-1) if axis is None else self
-        axis = 0 if axis is None else normalize_axis("repeat_interleave", axis, self.ndim)
+    @numpy_spellings
+    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None) -> Tensor:
+        """Each element repeated `repeats` times (or repeats[i] times) along `dim` (flattened first
+        when dim is None)."""
+        x = self.reshape(-1) if dim is None else self
+        axis = 0 if dim is None else normalize_axis("repeat_interleave", dim, self.ndim)
         repeats = repeats.data.tolist() if isinstance(repeats, TensorMethods) else repeats
         return apply(RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
 
@@ -395,40 +482,43 @@ class TensorMethods:
             raise ShapeError(f"{name}: needs at least 2 dims, got shape {self.shape}")
         return self
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
-        """The diagonal of the (axis1, axis2) planes, shifted by `offset`, as the last axis."""
-        a1, a2 = (normalize_axis("diagonal", a, self.ndim) for a in (axis1, axis2))
+    @numpy_spellings(axis1="dim1", axis2="dim2")
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The diagonal of the (dim1, dim2) planes, shifted by `offset`, as the last axis."""
+        a1, a2 = (normalize_axis("diagonal", a, self.ndim) for a in (dim1, dim2))
         if a1 == a2:
-            raise ShapeError(f"diagonal: axis1 and axis2 are the same axis {a1}")
+            raise ShapeError(f"diagonal: dim1 and dim2 are the same axis {a1}")
         return apply(Diagonal, self, offset=offset, axis1=a1, axis2=a2)
 
-    def chunk(self, chunks: int, axis: int = 0) -> list[Tensor]:
-        """Pieces of ⌈n/chunks⌉ along `axis`, the last one smaller (possibly fewer pieces), as PyTorch."""
+    @numpy_spellings
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+        """Pieces of ⌈n/chunks⌉ along `dim`, the last one smaller (possibly fewer pieces), as PyTorch."""
         if chunks < 1:
             raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
-        length = self.shape[normalize_axis("chunk", axis, self.ndim)]
-        size = max(-(-length // chunks), 1)
-        return self.split([size] * (length // size) + ([length % size] if length % size else []), axis)
+        length = self.shape[normalize_axis("chunk", dim, self.ndim)]
+        return self.split(max(-(-length // chunks), 1), dim)
 
     def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
         """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
         before it, … (PyTorch's order)."""
         return apply(Pad, self, widths=pad_widths(self.shape, pad), value=value)
 
-    def gather(self, axis: int, index: Any) -> Tensor:
+    @numpy_spellings
+    def gather(self, dim: int, index: Any) -> Tensor:
         """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
         number of dims, and on the other axes covers a leading part of x)."""
-        axis, index = self._index_for("gather", axis, index)
+        axis, index = self._index_for("gather", dim, index)
         return apply(Gather, self, index, axis=axis)
 
-    def scatter_add(self, axis: int, index: Any, src: Tensor) -> Tensor:
+    @numpy_spellings
+    def scatter_add(self, dim: int, index: Any, src: Tensor) -> Tensor:
         """A copy of x with src added at `index` along `axis`: y[index[i, j], j] += src[i, j] for
         axis 0. Indices may repeat (their additions accumulate)."""
         src = self._lift(src)
         if src.dtype != self.dtype or src.ndim != self.ndim:
             raise TypeError(f"scatter_add: src must have x's dtype {self.dtype} and {self.ndim} dims, "
                             f"got {src.dtype} and {src.ndim}")
-        axis, index = self._index_for("scatter_add", axis, index)
+        axis, index = self._index_for("scatter_add", dim, index)
         if any(i > n for i, n in zip(index.shape, src.shape)):
             raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
         return apply(ScatterAdd, self, index, src, axis=axis)

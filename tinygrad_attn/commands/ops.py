@@ -15,7 +15,15 @@ import re
 from .. import ops
 from ..ops import REGISTRY
 
-__all__ = ["add_parser", "file_table", "formula_table", "run"]
+__all__ = ["ONE_RULE", "add_parser", "file_table", "formula_table", "run"]
+
+# Said once where a learner looks first: here and in docs/README.md (a test compares the two).
+ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where NumPy and PyTorch give a "
+            "name two meanings, PyTorch's holds: `x.transpose(0, 1)` swaps two axes (`x.permute(*dims)` "
+            "reorders them all), `x.split(2)` cuts pieces of size 2 (`x.chunk(n)` makes n pieces), "
+            "`x.max(dim)` returns `(values, indices)` (`x.amax(dim)` the values alone), `var` and `std` "
+            "divide by n − 1 (`correction=1`). Both spellings of an argument work: `dim=` or `axis=`, "
+            "`keepdim=` or `keepdims=`.")
 
 # What a learner can call that is not an op of its own: a composition of registered ops (as
 # PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
@@ -24,9 +32,13 @@ COMPOSED = {
     "view squeeze unsqueeze flatten unflatten": "`reshape`",
     "clamp": "`clip` under PyTorch's name",
     "chunk": "`split` into pieces of ⌈n/chunks⌉",
+    "permute swapaxes swapdims": "`transpose` (the op permutes the axes; `transpose(d0, d1)` swaps two)",
+    "amax amin": "`max` and `min` over `dim` (ties share the gradient)",
     "std": "`sqrt(var(correction))`",
     "sort topk": "indices by argsort (no gradient), values by `gather`: each value's gradient goes back "
                  "to the element it came from",
+    "max min": "with a `dim`: `(values, indices)`, indices by argmax/argmin, values by `gather` (the "
+               "gradient goes to that index); without one, the `max`/`min` op",
     "selu celu": "`elu` with PyTorch's parameters (selu: scale 1.0507…, alpha 1.6733…; celu: input scale "
                  "1/alpha)",
     "relu6": "`hardtanh(x, 0, 6)`",
@@ -46,6 +58,8 @@ def formula_table() -> str:
         "",
         "Generated from the op registry by `tinygrad-attn ops`; each op's backward docstring in",
         "`tinygrad_attn/ops/` gives the derivation, and each case is gradient-checked in float64.",
+        "",
+        ONE_RULE,
         "",
         "| op | computes | backward | cases |",
         "|---|---|---|---|",

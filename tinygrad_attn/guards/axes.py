@@ -3,12 +3,14 @@ and PyTorch accept them), in range for the tensor's dims, never wrapped modulo n
 
 from __future__ import annotations
 
+import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ShapeError
 
-__all__ = ["normalize_axes", "normalize_axis"]
+__all__ = ["NUMPY_SPELLINGS", "normalize_axes", "normalize_axis", "numpy_spellings"]
 
 
 def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
@@ -47,3 +49,31 @@ def _as_int(op: str, a: Any) -> int:
         return operator.index(a)
     except TypeError:
         raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {a!r}") from None
+
+
+# NumPy's argument names and the PyTorch names they stand for: a learner pastes either.
+NUMPY_SPELLINGS = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def numpy_spellings(fn: Callable | None = None, **spellings: str) -> Callable:
+    """Decorator: `fn`, whose parameters carry PyTorch's names (``dim``, ``keepdim``), also takes
+    NumPy's (``axis=``, ``keepdims=``) as keywords; ``spellings`` adds others (``axis="dims"``).
+    A call with no keyword costs one test; giving both spellings of one argument is a TypeError.
+    ``inspect.signature`` shows PyTorch's names (the wrapper carries ``__wrapped__``).
+    """
+    if fn is None:
+        return functools.partial(numpy_spellings, **spellings)
+    names = {**NUMPY_SPELLINGS, **spellings}
+
+    @functools.wraps(fn)
+    def either_spelling(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            for numpy_name in names.keys() & kwargs.keys():
+                torch_name = names[numpy_name]
+                if torch_name in kwargs:
+                    raise TypeError(f"{fn.__name__}: got both {torch_name}= and {numpy_name}= (the same "
+                                    "argument in PyTorch's and NumPy's spelling); give one")
+                kwargs[torch_name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+
+    return either_spelling

@@ -86,20 +86,22 @@ def check_matmul(a: Shape, b: Shape) -> None:
     broadcast_shape("matmul", a[:-2], b[:-2], names=("a", "b"), what="batch dims of")
 
 
-def split_sizes(shape: Shape, axis: int, sizes_or_n: int | Sequence[int]) -> list[int]:
-    """The sizes of the pieces ``split`` cuts axis `axis` of `shape` into: `sizes_or_n` equal
-    pieces (an int), or the given sizes.
+def split_sizes(shape: Shape, axis: int, split_size: int | Sequence[int]) -> list[int]:
+    """The sizes of the pieces ``split`` cuts axis `axis` of `shape` into, as PyTorch's: an int is
+    each piece's size (the last piece holds what is left), a sequence gives the sizes.
 
     Raises:
-        ShapeError: the axis does not divide into that many pieces, or the sizes do not add up.
+        ValueError: an int size below 1.
+        ShapeError: the sizes do not add up to the axis' length.
     """
     length = shape[axis]
-    if isinstance(sizes_or_n, int):
-        if sizes_or_n <= 0 or length % sizes_or_n:
-            raise ShapeError(f"split: axis {axis} of shape {shape} does not split into "
-                             f"{sizes_or_n} equal pieces")
-        return [length // sizes_or_n] * sizes_or_n
-    sizes = list(sizes_or_n)
+    if isinstance(split_size, (int, np.integer)) and not isinstance(split_size, bool):
+        if split_size <= 0:
+            raise ValueError(f"split: split_size must be a positive int (each piece's size), "
+                             f"got {split_size}")
+        full, rest = divmod(length, int(split_size))
+        return [int(split_size)] * full + [rest] * (rest > 0 or full == 0)
+    sizes = list(split_size)
     if sum(sizes) != length or any(n < 0 for n in sizes):
         raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
                          f"axis {axis} of shape {shape}")

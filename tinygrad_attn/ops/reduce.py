@@ -47,9 +47,9 @@ def _count(shape, axis):
 
 
 def _mean(x, axis, keepdims, correction=0):
-    """Σ x / (n − correction); over an empty axis NaN without NumPy's "Mean of empty slice"
-    warning, as PyTorch."""
-    return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(_count(x.shape, axis) - correction)
+    """Σ x / max(0, n − correction), as PyTorch: over an empty axis, or with correction ≥ n, NaN
+    (0/0) or inf, without NumPy's "Mean of empty slice" warning."""
+    return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(max(_count(x.shape, axis) - correction, 0))
 
 
 @register
@@ -134,8 +134,8 @@ class Max(Op):
 
 @register
 class Var(Op):
-    """y = Σ (x − μ)² / (n − correction) over `axis`: correction 0 is the population variance,
-    1 the unbiased sample variance."""
+    """y = Σ (x − μ)² / max(0, n − correction) over `axis`: correction 1 (``Tensor.var``'s default,
+    as PyTorch's) is the unbiased sample variance, 0 the population variance."""
 
     name = "var"
     formula = {"x": "dx = dy ⊙ 2(x − μ) / (n − correction)"}

@@ -1,0 +1,124 @@
+"""One rule: a PyTorch name means what it means in PyTorch. Each case gives the values PyTorch gives
+(written out, so the test needs no torch), and where torch is installed also asks it."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn.commands.ops import ONE_RULE
+
+ROOT = Path(__file__).resolve().parents[1]
+NAN = float("nan")
+
+
+def test_the_rule_is_said_where_a_learner_looks_first():
+    assert ONE_RULE in (ROOT / "docs" / "README.md").read_text()
+    assert ONE_RULE in (ROOT / "docs" / "ops.md").read_text()
+
+
+# ----- sort and topk: no negation, NaN as the largest, stable ties -----
+@pytest.mark.parametrize("data, dtype, descending, values, indices", [
+    ([0, 5, 200], np.uint8, True, [200, 5, 0], [2, 1, 0]),                      # −x wraps around in uint8
+    ([3, -2**63, 7], np.int64, True, [7, 3, -2**63], [2, 0, 1]),                 # −(−2⁶³) overflows
+    ([3, -2**63, 7], np.int64, False, [-2**63, 3, 7], [1, 0, 2]),
+    ([True, False, True, False], np.bool_, True, [True, True, False, False], [0, 2, 1, 3]),
+    ([1.0, NAN, 3.0], np.float32, True, [NAN, 3.0, 1.0], [1, 2, 0]),            # NaN first descending
+    ([1.0, NAN, 3.0], np.float32, False, [1.0, 3.0, NAN], [0, 2, 1]),           # and last ascending
+    ([2.0, 1.0, 2.0, 1.0, 2.0], np.float64, True, [2.0, 2.0, 2.0, 1.0, 1.0], [0, 2, 4, 1, 3]),
+    ([2.0, 1.0, 2.0, 1.0, 2.0], np.float64, False, [1.0, 1.0, 2.0, 2.0, 2.0], [1, 3, 0, 2, 4]),
+])
+def test_sort_as_pytorch(data, dtype, descending, values, indices):
+    x = ta.Tensor(np.array(data, dtype=dtype))
+    out = x.sort(descending=descending, stable=True)
+    np.testing.assert_array_equal(out.values.numpy(), np.array(values, dtype=dtype))
+    np.testing.assert_array_equal(out.indices.numpy(), indices)
+    assert out.values.dtype == dtype and out.indices.dtype == np.int64
+    torch = pytest.importorskip("torch")
+    expected = torch.tensor(np.array(data, dtype=dtype)).sort(descending=descending, stable=True)
+    np.testing.assert_array_equal(out.values.numpy(), expected.values.numpy())
+    np.testing.assert_array_equal(out.indices.numpy(), expected.indices.numpy())
+
+
+def test_topk_takes_sorted_and_puts_nan_first_as_pytorch():
+    x = ta.Tensor([1.0, NAN, 3.0])
+    top = x.topk(1)
+    assert np.isnan(top.values.item()) and top.indices.item() == 1           # max gives nan too
+    assert np.isnan(x.max().item())
+    low = x.topk(2, largest=False, sorted=True)
+    np.testing.assert_array_equal(low.values.numpy(), [1.0, 3.0])
+    small = ta.Tensor(np.array([0, 5, 200], np.uint8))
+    np.testing.assert_array_equal(small.topk(2, sorted=False).values.numpy(), [200, 5])
+    rows = ta.Tensor([[4.0, 9.0, 1.0], [7.0, 2.0, 8.0]], requires_grad=True)
+    values, indices = rows.topk(2, dim=1)
+    np.testing.assert_array_equal(values.numpy(), [[9.0, 4.0], [8.0, 7.0]])
+    values.backward(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(rows.grad, [[2.0, 1.0, 0.0], [4.0, 0.0, 3.0]])
+    assert rows.topk(1, axis=0).indices.numpy().tolist() == [[1, 0, 1]]
+
+
+# ----- var and std: correction=1 by default, divided by max(0, n − correction) -----
+def test_var_and_std_default_to_the_unbiased_estimate():
+    x = ta.Tensor([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]])
+    np.testing.assert_allclose(x.var(1).numpy(), [7 / 3, 3.0], rtol=1e-6)     # Σ(x − μ)² / (n − 1)
+    np.testing.assert_allclose(x.var(1, correction=0).numpy(), [14 / 9, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(x.std(dim=1, keepdim=True).numpy(), [[(7 / 3) ** 0.5], [3 ** 0.5]], rtol=1e-6)
+    np.testing.assert_allclose(x.var().item(), np.var([1, 2, 4, 0, 0, 3], ddof=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("build, expected", [
+    (lambda: ta.zeros(1, 0).var(1, correction=1), [NAN]),         # 0/0 (ours was −0.0)
+    (lambda: ta.Tensor([5.0]).var(), NAN),                         # one element, n − 1 = 0
+    (lambda: ta.Tensor([1.0, 2.0]).var(correction=2), np.inf),    # 0.5 / max(0, 0)
+    (lambda: ta.Tensor([1.0, 2.0]).var(correction=3), np.inf),    # never a negative divisor
+    (lambda: ta.Tensor([1.0, 2.0]).std(correction=5), np.inf),
+])
+def test_correction_at_or_past_n_gives_nan_or_inf_as_pytorch(build, expected):
+    np.testing.assert_array_equal(build().numpy(), np.array(expected, dtype=np.float32))
+
+
+# ----- split and chunk -----
+def test_split_takes_the_size_of_each_piece_and_chunk_the_number():
+    x = ta.Tensor(np.arange(12.0).reshape(2, 6))
+    assert [p.shape for p in x.split(2, 1)] == [(2, 2)] * 3                   # NumPy's meaning gave 2 of 3
+    assert [p.shape for p in x.split(4, dim=1)] == [(2, 4), (2, 2)]
+    assert [p.shape for p in x.split([1, 5], axis=1)] == [(2, 1), (2, 5)]
+    assert [p.shape for p in x.chunk(4, 1)] == [(2, 2)] * 3                   # ⌈6/4⌉ = 2: three pieces
+    np.testing.assert_array_equal(x.split(np.int64(5), 1)[1].numpy(), [[5.0], [11.0]])
+    assert [p.shape for p in ta.zeros(0, 3).split(2)] == [(0, 3)]             # one empty piece, as PyTorch
+    with pytest.raises(ValueError, match=r"^split: split_size must be a positive int \(each piece's size\), "
+                                         r"got 0$"):
+        x.split(0, 1)
+
+
+# ----- both spellings -----
+@pytest.mark.parametrize("torch_style, numpy_style", [
+    (lambda x: x.sum(dim=1, keepdim=True), lambda x: x.sum(axis=1, keepdims=True)),
+    (lambda x: x.mean(dim=0), lambda x: x.mean(axis=0)),
+    (lambda x: x.amax(dim=(0, 1)), lambda x: x.amax(axis=(0, 1))),
+    (lambda x: x.max(dim=1, keepdim=True).values, lambda x: x.max(axis=1, keepdims=True)[0]),
+    (lambda x: x.var(dim=1, keepdim=True), lambda x: x.var(axis=1, keepdims=True)),
+    (lambda x: x.logsumexp(dim=1), lambda x: x.logsumexp(axis=1)),
+    (lambda x: x.cumsum(dim=0), lambda x: x.cumsum(axis=0)),
+    (lambda x: x.flip(dims=1), lambda x: x.flip(axis=1)),
+    (lambda x: x.roll(1, dims=0), lambda x: x.roll(1, axis=0)),
+    (lambda x: x.unsqueeze(dim=0), lambda x: x.unsqueeze(axis=0)),
+    (lambda x: x.diagonal(dim1=1, dim2=0), lambda x: x.diagonal(axis1=1, axis2=0)),
+    (lambda x: ta.concat([x, x], dim=1), lambda x: ta.concat([x, x], axis=1)),
+    (lambda x: ta.stack([x, x], dim=2), lambda x: ta.stack([x, x], axis=2)),
+    (lambda x: ta.functional.softmax(x, dim=0), lambda x: ta.functional.softmax(x, axis=0)),
+])
+def test_dim_and_axis_keepdim_and_keepdims_are_one_argument(torch_style, numpy_style):
+    x = ta.Tensor(np.arange(6.0).reshape(2, 3) ** 1.5)
+    a, b = torch_style(x), numpy_style(x)
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_both_spellings_at_once_are_refused():
+    with pytest.raises(TypeError, match=r"^sum: got both dim= and axis= \(the same argument in PyTorch's and "
+                                        r"NumPy's spelling\); give one$"):
+        ta.ones(2, 3).sum(dim=0, axis=1)
+    with pytest.raises(TypeError, match=r"^mean: got both keepdim= and keepdims="):
+        ta.ones(2, 3).mean(0, keepdim=True, keepdims=True)
