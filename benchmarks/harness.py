@@ -15,7 +15,6 @@ or with ours where PyTorch is not installed; a side that disagrees is reported a
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import statistics
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from tinygrad_attn.parallel import openblas
 
 from .sides import TITLES
 
@@ -147,20 +148,9 @@ def ms(seconds: float) -> str:
 
 
 def openblas_threads() -> int | None:
-    """The thread count the loaded OpenBLAS really uses (it is in /proc/self/maps once NumPy
-    is imported), or None where that cannot be read."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
-    except OSError:
-        return None
-    for path in paths:
-        lib = ctypes.CDLL(path)
-        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                       "openblas_get_num_threads"):
-            if hasattr(lib, symbol):
-                return int(getattr(lib, symbol)())
-    return None
+    """The thread count the loaded OpenBLAS really uses, or None where that cannot be read."""
+    blas = openblas()
+    return None if blas is None else int(blas[0]())
 
 
 def describe_side(side: str, info: dict) -> str:

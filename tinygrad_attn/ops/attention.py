@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parallel import over_batch, piece
 from .base import Case, Op
 from .masking import causal_keep, combine_keep, mask_scores_in_place, masked_logits
 from .registry import register
@@ -104,10 +105,19 @@ class ScaledDotProductAttention(Op):
         xp = ctx.xp
         if is_causal:
             keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2]), window))
-        scores = (q * scale) @ xp.swapaxes(k, -1, -2)                   # S: (..., Tq, Tk)
-        scores = mask_scores_in_place(xp, scores, keep, bias)
-        probs, _, _ = softmax_parts(xp, scores, -1, overwrite=True)     # P, in S's memory
-        out = probs @ v                                                 # (..., Tq, Dv)
+        batch = np.broadcast_shapes(*(x.shape[:-2] for x in (q, k, v, keep, bias)
+                                      if x is not None and x.ndim > 2))
+        probs = xp.empty(batch + (q.shape[-2], k.shape[-2]), dtype=xp.result_type(q, k))   # S, then P
+        out = xp.empty(batch + (q.shape[-2], v.shape[-1]), dtype=xp.result_type(probs, v))
+
+        def attend(i):          # the batch piece i (all of it with one thread: parallel.py)
+            q_, k_, v_, keep_, bias_ = (piece(x, i, len(batch)) for x in (q, k, v, keep, bias))
+            scores = xp.matmul(q_ * scale, xp.swapaxes(k_, -1, -2), out=probs[i])   # S: (..., Tq, Tk)
+            mask_scores_in_place(xp, scores, keep_, bias_)
+            softmax_parts(xp, scores, -1, overwrite=True)               # P, in S's memory
+            xp.matmul(scores, v_, out=out[i])                           # (..., Tq, Dv)
+
+        over_batch(attend, batch, probs.size, xp=xp)
         ctx.save(q=q, k=k, v=v, probs=probs, out=out, keep=keep, bias=bias)  # masks: to redraw S
         ctx.k_shape, ctx.v_shape = k.shape, v.shape     # dK, dV take these shapes (a shared kv head)
         return out
@@ -123,17 +133,38 @@ class ScaledDotProductAttention(Op):
         xp = ctx.xp
         need_q, need_k, need_v = ctx.needs_grad[:3]
         Q, K, V, P, O = (ctx.saved[n] for n in ("q", "k", "v", "probs", "out"))
-        dO = grad
-        dV = group_summed_product(xp, P, dO, ctx.v_shape) if need_v else None  # (..., Tk, Dv)
-        dP = D = dS = dQ = dK = None
-        if need_q or need_k:                                            # dP, dS feed dQ and dK only
-            dP = dO @ xp.swapaxes(V, -1, -2)                            # (..., Tq, Tk)
-            D = rowsum(xp, dO * O)                                      # (..., Tq, 1)
+        batch = P.shape[:-2]
+        # The gradients' arrays, each piece writes its part (read only the residuals a gradient needs).
+        ds_type = xp.result_type(grad, V, O, P) if need_q or need_k else None
+        dQ = (xp.empty(batch + (P.shape[-2], ctx.k_shape[-1]), dtype=xp.result_type(ds_type, K))
+              if need_q else None)
+        dK = (xp.empty(shared_batch(batch, ctx.k_shape) + ctx.k_shape[-2:], dtype=xp.result_type(ds_type, Q))
+              if need_k else None)
+        dV = (xp.empty(shared_batch(batch, ctx.v_shape) + ctx.v_shape[-2:], dtype=xp.result_type(P, grad))
+              if need_v else None)
+
+        def gradients(i):       # the batch piece i (all of it with one thread: parallel.py)
+            Q_, K_, V_, P_, O_, dO = (piece(x, i, len(batch)) for x in (Q, K, V, P, O, grad))
+            if need_v:
+                dV[i] = group_summed_product(xp, P_, dO, ctx.v_shape)           # (..., Tk, Dv)
+            if not (need_q or need_k):                                      # dP, dS feed dQ and dK only
+                return None, None, None
+            dP = dO @ xp.swapaxes(V_, -1, -2)                               # (..., Tq, Tk)
+            D = rowsum(xp, dO * O_)                                         # (..., Tq, 1)
             # dS is written over dP (one (Tq, Tk) array fewer) unless the stepper shows dP.
             dS = xp.subtract(dP, D, out=dP if ctx.trace is None else None)
-            dS *= P                                                     # (..., Tq, Tk)
-            dQ = (dS @ K) * ctx.scale if need_q else None                # (..., Tq, Dk)
-            dK = group_summed_product(xp, dS, Q, ctx.k_shape) * ctx.scale if need_k else None  # (..., Tk, Dk)
+            dS *= P_                                                        # (..., Tq, Tk)
+            if need_q:
+                xp.multiply(dS @ K_, ctx.scale, out=dQ[i])                  # (..., Tq, Dk)
+            if need_k:
+                xp.multiply(group_summed_product(xp, dS, Q_, ctx.k_shape), ctx.scale, out=dK[i])
+            return dP, D, dS
+
+        # A kv head shared by a group of query heads sums the group: that axis is never cut.
+        summed = shared_batch(batch, ctx.k_shape) != batch or shared_batch(batch, ctx.v_shape) != batch
+        parts = over_batch(gradients, batch, P.size if ctx.trace is None else 0, xp=xp,
+                           fixed=len(batch) - 1 if summed else None)
+        dP, D, dS = parts[0]                                                # for the stepper: one part
         if ctx.trace is not None:       # the stepper is watching: show the insides computed
             S = masked_logits(xp, (Q * ctx.scale) @ xp.swapaxes(K, -1, -2), ctx.saved["keep"],
                               ctx.saved["bias"])
@@ -142,7 +173,7 @@ class ScaledDotProductAttention(Op):
             if dK is not None and dK.shape[:-2] != dS.shape[:-2]:
                 shown_k = (xp.swapaxes(dS, -1, -2) @ Q) * ctx.scale
             if dV is not None and dV.shape[:-2] != P.shape[:-2]:
-                shown_v = xp.swapaxes(P, -1, -2) @ dO
+                shown_v = xp.swapaxes(P, -1, -2) @ grad
             insides = {"S": S, "P": P, "dP": dP, "D": D, "dS": dS, "dQ": dQ, "dK": shown_k, "dV": shown_v}
             ctx.trace.update({n: x for n, x in insides.items() if x is not None})
         return dQ, dK, dV, None, None

@@ -14,9 +14,12 @@ skipped too, so the work grows as n · (w + block), not n².
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..guards.shapes import attention_shapes
+from ..parallel import over_batch, piece
 from .attention import group_summed_product, shared_batch
 from .base import Case, Op
 from .masking import causal_keep, mask_scores_in_place
@@ -97,6 +100,14 @@ def _tile_scores(ctx, q_scaled, k, keep, bias, rows: slice, cols: slice):
     return scores
 
 
+def _work(batch: tuple[int, ...], tiles: list[tuple[slice, slice]], keep, bias) -> int:
+    """Score elements the tiles compute (what ``over_batch`` weighs); 0, so never split, when a
+    mask has batch axes beyond the inputs'."""
+    if any(m is not None and m.ndim - 2 > len(batch) for m in (keep, bias)):
+        return 0
+    return math.prod(batch) * sum((r.stop - r.start) * (c.stop - c.start) for r, c in tiles)
+
+
 def _scaled_queries(ctx, q, k, v):
     """scale · Q in Q's dtype, broadcast to every batch axis (so each score tile has the output's
     batch shape), and the sizes (batch, n_q, n_k). Scaling Q once costs n_q × d; scaling every
@@ -163,31 +174,40 @@ class FlashAttention(Op):
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size, window=None):
         xp = ctx.xp
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
-        # The docs' running values per query row: m, the largest score so far; l = Σ exp(s − m);
-        # a = Σ exp(s − m) v. a and l sit side by side in one array, acc = [a | l], because one
-        # product then updates both: exp(S_B − m) @ [V_B | 1] = [exp(S_B − m) V_B | rowsum]. On a
-        # full tile (4 heads, 512 rows, 256 keys, d 64, float32) that saves 17-45 µs of ~0.95 ms
-        # (2-5%) against a += e @ V_B and l += rowsum e done apart.
-        v_one = xp.concatenate([v, xp.ones(v.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
-        acc = xp.zeros(batch + (n_q, v.shape[-1] + 1), dtype=q.dtype)
-        a, l = acc[..., :-1], acc[..., -1:]                             # views: (..., Tq, Dv), (..., Tq, 1)
-        m = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)
-        zero = xp.asarray(0, dtype=q.dtype)
-        for rows, cols in _tiles(ctx, n_q, n_k):
-            e = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # S_B: (..., R, B)
-            m_old = m[..., rows, :]
-            m_new = xp.maximum(m_old, e.max(axis=-1, keepdims=True))
-            shift = xp.where(m_new == -xp.inf, zero, m_new)             # nothing seen yet: 0
-            e -= shift
-            xp.exp(e, out=e)                                            # in place: no 2nd tile
-            acc[..., rows, :] *= xp.exp(m_old - shift)                  # a and l, to the new max
-            acc[..., rows, :] += e @ v_one[..., cols, :]                # + [e V_B | rowsum e]
-            m[..., rows, :] = m_new
-            del e                             # freed before the next tile is made, not after
-        alive = l != 0                                  # some key takes part (a NaN row stays NaN)
-        safe_l = xp.where(alive, l, 1)
-        out = a / safe_l
-        lse = xp.where(alive, m + xp.log(safe_l), xp.inf)               # +inf: exp(S − L) = 0
+        out = xp.empty(batch + (n_q, v.shape[-1]), dtype=q.dtype)
+        lse = xp.empty(batch + (n_q, 1), dtype=q.dtype)
+        tiles = _tiles(ctx, n_q, n_k)
+
+        def attend(i):          # the batch piece i (all of it with one thread: parallel.py)
+            q_, k_, v_, keep_, bias_ = (piece(x, i, len(batch)) for x in (q_scaled, k, v, keep, bias))
+            part = q_.shape[:-2]
+            # The docs' running values per query row: m, the largest score so far; l = Σ exp(s − m);
+            # a = Σ exp(s − m) v. a and l sit side by side in one array, acc = [a | l], because one
+            # product then updates both: exp(S_B − m) @ [V_B | 1] = [exp(S_B − m) V_B | rowsum]. On a
+            # full tile (4 heads, 512 rows, 256 keys, d 64, float32) that saves 17-45 µs of ~0.95 ms
+            # (2-5%) against a += e @ V_B and l += rowsum e done apart.
+            v_one = xp.concatenate([v_, xp.ones(v_.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
+            acc = xp.zeros(part + (n_q, v.shape[-1] + 1), dtype=q.dtype)
+            a, l = acc[..., :-1], acc[..., -1:]                         # views: (..., Tq, Dv), (..., Tq, 1)
+            m = xp.full(part + (n_q, 1), -xp.inf, dtype=q.dtype)
+            zero = xp.asarray(0, dtype=q.dtype)
+            for rows, cols in tiles:
+                e = _tile_scores(ctx, q_, k_, keep_, bias_, rows, cols)  # S_B: (..., R, B)
+                m_old = m[..., rows, :]
+                m_new = xp.maximum(m_old, e.max(axis=-1, keepdims=True))
+                shift = xp.where(m_new == -xp.inf, zero, m_new)         # nothing seen yet: 0
+                e -= shift
+                xp.exp(e, out=e)                                        # in place: no 2nd tile
+                acc[..., rows, :] *= xp.exp(m_old - shift)              # a and l, to the new max
+                acc[..., rows, :] += e @ v_one[..., cols, :]            # + [e V_B | rowsum e]
+                m[..., rows, :] = m_new
+                del e                         # freed before the next tile is made, not after
+            alive = l != 0                              # some key takes part (a NaN row stays NaN)
+            safe_l = xp.where(alive, l, 1)
+            xp.divide(a, safe_l, out=out[i])
+            lse[i] = xp.where(alive, m + xp.log(safe_l), xp.inf)        # +inf: exp(S − L) = 0
+
+        over_batch(attend, batch, _work(batch, tiles, keep, bias), xp=xp)
         ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=out, lse=lse)
         return out
 
@@ -204,37 +224,51 @@ class FlashAttention(Op):
         q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
         q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
         need_s = need_q or need_k                                       # dS feeds dQ and dK only
-        D = rowsum(xp, grad * ctx.saved["out"]) if need_s else None     # (..., Tq, 1)
         # A kv head shared by a group of query heads gets the group's sum (group_summed_product).
         dQ, dK, dV = (xp.zeros(shape + x.shape[-2:], dtype=grad.dtype) if need else None
                       for x, shape, need in ((q, batch, need_q), (k, shared_batch(batch, k.shape), need_k),
                                              (v, shared_batch(batch, v.shape), need_v)))
         shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
-        for rows, cols in _tiles(ctx, n_q, n_k):
-            P = _tile_scores(ctx, q_scaled, k, keep, bias, rows, cols)  # S_B: (..., R, B)
-            if shown is not None:
-                shown.put("S", rows, cols, P)
-            P -= lse[..., rows, :]
-            xp.exp(P, out=P)                                            # P_B, as in forward
-            dO = grad[..., rows, :]
-            if need_v:
-                dV[..., cols, :] += group_summed_product(xp, P, dO, v.shape)
-            if shown is not None:
-                shown.put("P", rows, cols, P)
+        tiles = _tiles(ctx, n_q, n_k)
+        D = xp.empty(batch + (n_q, 1), dtype=grad.dtype) if need_s else None   # (..., Tq, 1)
+
+        def gradients(i):       # the batch piece i (all of it with one thread: parallel.py)
+            q_s, q_, k_, v_, keep_, bias_, lse_, grad_, out_ = (
+                piece(x, i, len(batch)) for x in (q_scaled, q, k, v, keep, bias, lse, grad, ctx.saved["out"]))
+            dQ_, dK_, dV_ = (None if d is None else d[i] for d in (dQ, dK, dV))   # views: written in place
             if need_s:
-                dS = dO @ xp.swapaxes(v[..., cols, :], -1, -2)          # dP_B, then in place:
+                D[i] = rowsum(xp, grad_ * out_)
+            D_ = None if D is None else D[i]
+            for rows, cols in tiles:
+                P = _tile_scores(ctx, q_s, k_, keep_, bias_, rows, cols)  # S_B: (..., R, B)
                 if shown is not None:
-                    shown.put("dP", rows, cols, dS)
-                dS -= D[..., rows, :]
-                dS *= P                                                 # dS_B = P_B ⊙ (dP_B − D)
+                    shown.put("S", rows, cols, P)
+                P -= lse_[..., rows, :]
+                xp.exp(P, out=P)                                        # P_B, as in forward
+                dO = grad_[..., rows, :]
+                if need_v:
+                    dV_[..., cols, :] += group_summed_product(xp, P, dO, v.shape)
                 if shown is not None:
-                    shown.put("dS", rows, cols, dS)
-                if need_q:
-                    dQ[..., rows, :] += dS @ k[..., cols, :]
-                if need_k:
-                    dK[..., cols, :] += group_summed_product(xp, dS, q[..., rows, :], k.shape)
-                del dS
-            del P                             # freed before the next tiles are made, not after
+                    shown.put("P", rows, cols, P)
+                if need_s:
+                    dS = dO @ xp.swapaxes(v_[..., cols, :], -1, -2)     # dP_B, then in place:
+                    if shown is not None:
+                        shown.put("dP", rows, cols, dS)
+                    dS -= D_[..., rows, :]
+                    dS *= P                                             # dS_B = P_B ⊙ (dP_B − D)
+                    if shown is not None:
+                        shown.put("dS", rows, cols, dS)
+                    if need_q:
+                        dQ_[..., rows, :] += dS @ k_[..., cols, :]
+                    if need_k:
+                        dK_[..., cols, :] += group_summed_product(xp, dS, q_[..., rows, :], k.shape)
+                    del dS
+                del P                         # freed before the next tiles are made, not after
+
+        # A kv head shared by a group sums the group: that axis is never cut.
+        summed = shared_batch(batch, k.shape) != batch or shared_batch(batch, v.shape) != batch
+        over_batch(gradients, batch, 0 if shown is not None else _work(batch, tiles, keep, bias), xp=xp,
+                   fixed=len(batch) - 1 if summed else None)
         for d in (dQ, dK):                                             # S = scale · Q Kᵀ
             if d is not None:
                 d *= ctx.scale

@@ -1,0 +1,158 @@
+"""Attention split over the batch axes among threads (tinygrad_attn/parallel.py): the same bits as
+one thread, every piece run, and the thread count taken from the settings, never assumed."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tinygrad_attn as ta
+from tinygrad_attn import functional as F
+from tinygrad_attn import parallel
+
+
+@pytest.fixture(autouse=True)
+def environment_threads():
+    """Every test starts and ends following the environment."""
+    parallel.set_threads(None)
+    yield
+    parallel.set_threads(None)
+
+
+def attention_grads(kernel, q, k, v, threads, **options):
+    """Output and dQ, dK, dV of `kernel` with the batch split among `threads` threads, from a
+    random cotangent (the same in every call)."""
+    parallel.set_threads(threads)
+    leaves = [ta.Tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = kernel(*leaves, **options)
+    out.backward(np.random.default_rng(1).standard_normal(out.shape).astype(q.dtype))
+    return [out.numpy()] + [t.grad for t in leaves]
+
+
+# (q, k, v shapes, options): causal; a padding mask and a float mask with batch axes; grouped-query
+# attention with 2 kv heads (the cut axis) and with 1 (only the query-head axis can be cut, and
+# backward, which sums over it, is not cut); a sliding window with blocks that leave a remainder.
+CASES = [
+    (((2, 3, 96, 16), (2, 3, 96, 16), (2, 3, 96, 8)), {"is_causal": True}),
+    (((3, 2, 80, 8), (1, 2, 96, 8), (3, 2, 96, 8)),
+     {"mask": "padding and bias"}),
+    (((1, 4, 96, 8), (1, 2, 96, 8), (1, 2, 96, 8)), {"is_causal": True, "enable_gqa": True}),
+    (((1, 4, 128, 8), (1, 1, 128, 8), (1, 1, 128, 8)), {"is_causal": True, "enable_gqa": True}),
+    (((4, 96, 8), (4, 96, 8), (4, 96, 8)), {"is_causal": True, "window": 40}),
+]
+
+
+def case_arrays(shapes, options, rng, dtype):
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    options = dict(options)
+    if options.get("mask") == "padding and bias":
+        n_q, n_k = shapes[0][-2], shapes[1][-2]
+        keep = np.ones((3, 1, 1, n_k), dtype=bool)
+        keep[1, ..., 70:] = False                       # batch row 1: its last keys are padding
+        bias = rng.standard_normal((n_q, n_k)).astype(dtype)
+        options["mask"] = ta.Tensor(np.where(keep, bias, -np.inf).astype(dtype))
+    return q, k, v, options
+
+
+@pytest.mark.parametrize("kernel", [F.scaled_dot_product_attention, F.flash_attention],
+                         ids=["plain", "flash"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes,options", CASES)
+def test_split_batch_gives_the_same_bits_as_one_thread(kernel, dtype, shapes, options, rng, monkeypatch):
+    q, k, v, options = case_arrays(shapes, options, rng, dtype)
+    if kernel is F.flash_attention:
+        options["block_size"] = 32
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)       # split whatever the size
+    pieces = []
+    run_piece = parallel._run_piece
+    monkeypatch.setattr(parallel, "_run_piece",
+                        lambda body, index: pieces.append(index) or run_piece(body, index))
+    one = attention_grads(kernel, q, k, v, 1, **options)
+    assert pieces == []
+    for threads in (2, 3, 7):                           # 7: more threads than the axis has entries
+        split = attention_grads(kernel, q, k, v, threads, **options)
+        assert len(pieces) >= 2, "the batch was split"      # (backward too, unless a group is summed)
+        pieces.clear()
+        for name, a, b in zip(("out", "dQ", "dK", "dV"), one, split):
+            assert a.shape == b.shape and a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} with {threads} threads")
+    # and the values are attention's: the plain kernel against the formula in float64
+    if kernel is F.scaled_dot_product_attention and dtype == np.float64 and "window" not in options:
+        reference = F.scaled_dot_product_attention(*(ta.Tensor(a) for a in (q, k, v)), fused=False,
+                                                   **options)
+        np.testing.assert_allclose(one[0], reference.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_every_piece_runs_once_at_the_same_time_as_the_others():
+    seen = []
+    together = threading.Barrier(3, timeout=10)     # broken (an error) unless all 3 run at once
+
+    def body(index):
+        seen.append((index, threading.current_thread().name))
+        together.wait()
+        return index
+
+    parallel.set_threads(3)
+    results = parallel.over_batch(body, (1, 7, 2), work=parallel.MIN_WORK)
+    assert results == [(slice(None), slice(0, 2)), (slice(None), slice(2, 4)), (slice(None), slice(4, 7))]
+    assert sorted(str(i) for i, _ in seen) == sorted(str(i) for i in results)
+    assert len({name for _, name in seen}) == 3        # the caller's thread and two of the pool's
+
+
+def test_small_work_a_nested_call_and_one_thread_run_whole():
+    parallel.set_threads(4)
+    assert parallel.over_batch(lambda i: i, (8,), work=parallel.MIN_WORK - 1) == [()]
+    assert parallel.over_batch(lambda i: parallel.over_batch(lambda j: j, (8,), work=parallel.MIN_WORK),
+                               (8,), work=parallel.MIN_WORK) == [[()]] * 4
+    assert parallel.over_batch(lambda i: i, (8, 4), work=parallel.MIN_WORK, fixed=0) == [
+        (slice(None), slice(a, a + 1)) for a in range(4)]
+    parallel.set_threads(1)
+    assert parallel.over_batch(lambda i: i, (8,), work=10**9) == [()]
+
+
+def test_a_failing_piece_raises_after_every_piece_is_done():
+    parallel.set_threads(2)
+    done = []
+
+    def body(index):
+        if index[0].start == 0:
+            raise ValueError("piece 0 fails")
+        done.append(index)
+
+    with pytest.raises(ValueError, match="piece 0 fails"):
+        parallel.over_batch(body, (4,), work=parallel.MIN_WORK)
+    assert done == [(slice(2, 4),)]
+
+
+def test_thread_count_follows_the_settings(monkeypatch):
+    for name in ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(12)), raising=False)
+    assert parallel.get_threads() == 12                 # the cores this process may use
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "6")
+    assert parallel.get_threads() == 6
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert parallel.get_threads() == 5
+    monkeypatch.setenv("TINYGRAD_ATTN_THREADS", "1")   # the switch: off, whatever BLAS uses
+    assert parallel.get_threads() == 1
+    parallel.set_threads(16)
+    assert parallel.get_threads() == 16
+    for bad in (0, -2, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="set_threads: n must be a whole number"):
+            parallel.set_threads(bad)
+    assert parallel.get_threads() == 16                 # a refused value changes nothing
+
+
+def test_blas_threads_are_given_back_after_a_split():
+    blas = parallel.openblas()
+    if blas is None:
+        pytest.skip("NumPy's BLAS here is not OpenBLAS")
+    get, put = blas
+    before = get()
+    put(2)
+    try:
+        parallel.set_threads(2)
+        during = parallel.over_batch(lambda i: get(), (4,), work=parallel.MIN_WORK)
+        assert during == [1, 1] and get() == 2
+    finally:
+        put(before)

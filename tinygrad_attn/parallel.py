@@ -1,0 +1,179 @@
+"""Threads over the batch axes: the one place where a kernel's work is split across the cores.
+
+Attention's heads and batch rows are independent: the same kernel runs on each. NumPy releases
+the GIL inside its ufuncs and BLAS calls, so Python threads that each run the kernel on their own
+slice of the batch axes run at the same time without a compiler. ``over_batch(body, batch)`` cuts
+the batch shape into one piece per thread along one axis and calls ``body(index)`` for each, where
+``index`` is a tuple of slices over the batch axes; ``piece(x, index)`` is an input's part of it.
+The body writes its results into arrays made beforehand (or returns them): each piece runs exactly
+the operations the whole batch would, element for element, so the results are bit-identical to
+one thread's. With one thread (or a batch too small to be worth it) the body is called once, with
+``index = ()``: the kernel as the docs write it, on the whole batch.
+
+How many threads: ``set_threads(n)`` if called (``set_threads(1)`` turns the split off), else the
+environment's ``TINYGRAD_ATTN_THREADS``, else the BLAS/OpenMP settings (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), else the cores this process may run on.
+
+Measured gain (2-core AMD EPYC shared with other work, load 5 to 13; medians of interleaved rounds,
+PyTorch / ours in ``python -m benchmarks``): see the README's benchmark table, threads 1 and 2.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["MIN_WORK", "get_threads", "openblas", "over_batch", "piece", "set_threads"]
+
+T = TypeVar("T")
+
+# Below this many elements of work (attention: score elements, batch × Tq × Tk) the batch is not
+# split: handing a piece to another thread costs some 20-50 µs, the work of about 2,000-5,000
+# scores. Causal attention at n = 256 with 4 heads has 262,144; the train step's 64 × 4 × 32 × 32 too.
+MIN_WORK = 1 << 15
+
+_ENVIRONMENT = ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_chosen: int | None = None                  # set_threads' value; None: from the environment
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_worker = threading.local()                 # .busy: this thread runs a piece (no nested split)
+_splits_open = 0                            # over_batch calls running pieces now, in all threads
+_blas_before: int | None = None             # BLAS's thread count before the first of them
+
+
+def _from_environment() -> int:
+    """The first of _ENVIRONMENT that holds a whole number ≥ 1, else the usable cores."""
+    for name in _ENVIRONMENT:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) >= 1:
+            return int(value)
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return len(cores) if cores else (os.cpu_count() or 1)
+
+
+def get_threads() -> int:
+    """How many threads ``over_batch`` splits the batch among."""
+    return _chosen if _chosen is not None else _from_environment()
+
+
+def set_threads(n: int | None) -> None:
+    """Split the batch among `n` threads from now on (1: never split); None: follow the environment."""
+    global _chosen
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"set_threads: n must be a whole number ≥ 1 or None, got {n!r}")
+    _chosen = n
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The shared pool, grown to at least `workers` threads (the caller runs one piece itself)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:     # a pool's size is fixed: make a bigger one
+            old, _pool = _pool, ThreadPoolExecutor(workers, thread_name_prefix="tinygrad_attn")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+@functools.cache
+def openblas() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    """(get, set) of the thread count of the OpenBLAS NumPy loaded, found among this process's
+    libraries (/proc/self/maps: Linux), or None (another BLAS, another system)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        return None
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "64_"), ("openblas", "")):
+            get, put = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
+            if hasattr(lib, get) and hasattr(lib, put):
+                getattr(lib, put).argtypes = [ctypes.c_int]
+                return getattr(lib, get), getattr(lib, put)
+    return None
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while pieces run: each piece's products then run on its own core. With
+    BLAS's threads as well, the two spin-wait on each other and OpenBLAS runs one threaded product
+    at a time (measured at n = 256, 4 heads: 2× slower than one thread per piece)."""
+    global _splits_open, _blas_before
+    blas = openblas()
+    with _pool_lock:
+        if _splits_open == 0 and blas is not None:
+            _blas_before = blas[0]()
+            if _blas_before > 1:
+                blas[1](1)
+        _splits_open += 1
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            _splits_open -= 1
+            if _splits_open == 0 and blas is not None and _blas_before is not None and _blas_before > 1:
+                blas[1](_blas_before)
+
+
+def _run_piece(body: Callable[[tuple], T], index: tuple) -> T:
+    _worker.busy = True
+    try:
+        return body(index)
+    finally:
+        _worker.busy = False
+
+
+def split_axis(batch: tuple[int, ...], fixed: int | None = None) -> int | None:
+    """The batch axis the pieces are cut along: the first of size ≥ 2 other than `fixed` (an axis
+    whose results are summed, such as the group of query heads sharing a kv head), or None."""
+    for axis, size in enumerate(batch):
+        if size >= 2 and axis != fixed:
+            return axis
+    return None
+
+
+def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *, xp: Any = None,
+               fixed: int | None = None) -> list[T]:
+    """``body(index)`` for each piece of the batch shape, one piece per thread; the results in order.
+
+    `work` is the size of the job (split only from MIN_WORK); `xp` the array module (only NumPy's
+    arrays are split: CuPy runs its own kernels in parallel); `fixed` an axis never cut (see
+    split_axis). Called from inside a piece, the body runs whole on that thread.
+    """
+    threads = get_threads()
+    axis = split_axis(batch, fixed)
+    if (threads == 1 or axis is None or work < MIN_WORK or getattr(_worker, "busy", False)
+            or (xp is not None and xp.__name__ != "numpy")):
+        return [body(())]
+    parts = min(threads, batch[axis])
+    bounds = [batch[axis] * i // parts for i in range(parts + 1)]
+    indices = [(slice(None),) * axis + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
+    pool = _executor(parts - 1)
+    with _one_blas_thread():
+        futures = [pool.submit(_run_piece, body, index) for index in indices[1:]]
+        try:
+            first = _run_piece(body, indices[0])
+        finally:
+            wait(futures)           # every piece is done writing before anything is returned or raised
+    return [first] + [f.result() for f in futures]
+
+
+def piece(x: Any, index: tuple, batch_ndim: int) -> Any:
+    """`x`'s part of the batch piece `index`: `x` broadcasts to (*batch, a, b) with batch_ndim batch
+    axes; an axis where `x` has size 1 (broadcast) is kept whole. None stays None."""
+    if x is None or not index:
+        return x
+    lead = x.ndim - 2                           # x's batch axes, aligned to the right of the batch
+    if lead <= 0:
+        return x
+    offset = batch_ndim - lead
+    cut = tuple(index[offset + j] if offset + j < len(index) and x.shape[j] != 1 else slice(None)
+                for j in range(lead))
+    return x[cut]
