@@ -6,6 +6,9 @@ repository root: ``python -m benchmarks`` (several minutes on 2 cores; ``text`` 
 laptop model 200 steps on each side and times its step with 1 and all threads), ``--quick`` (a
 smoke test: 2 rounds of each workload at small sizes and 3-step training runs), ``--only mlp
 chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
+Each workload is timed once per thread count, ``--threads 1 N`` by default (N: the CPU count): one
+thread on every side, then every core a learner has (each process gets the count for BLAS, OpenMP,
+PyTorch's intra-op threads and ``tinygrad_attn.parallel``); the rows say which.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
 a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
 train`` does (``--no-keep-freed-memory`` for glibc's own thresholds, under which a step's page
@@ -19,8 +22,9 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
-from .options import add_process_options, apply_process_options
+from .options import add_process_options, apply_process_options, idle_for
 
 WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse", "text")
 SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
@@ -43,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "glibc's own thresholds whether a step maps its pages afresh changes from "
                              "process to process (our train step took 22.4-27.6 ms in seven runs, 21.4-23.1 "
                              "with it); --no-keep-freed-memory measures glibc's defaults")
-    add_process_options(parser, default_rounds=10)
+    add_process_options(parser, default_rounds=10, several_threads=True)
     return parser
 
 
@@ -74,32 +78,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .workloads import Settings, compare, peak_memory, train_reverse
 
     sides, missing = installed_sides(args.sides)
-    settings = Settings(rounds=args.rounds or (2 if args.quick else 10), sides=sides, threads=args.threads,
-                        idle=args.idle, target=0.005 if args.quick else 0.05, clock=args.clock,
+    counts = sorted(set(args.threads))
+    several = len(counts) > 1
+    settings = Settings(rounds=args.rounds or (2 if args.quick else 10), sides=sides, threads=max(counts),
+                        idle=idle_for(max(counts), args.idle), target=0.005 if args.quick else 0.05,
+                        clock=args.clock,
                         keep_freed_memory=args.keep_freed_memory, memory_size=256 if args.quick else 4096,
                         reverse_steps=3 if args.quick else None)
-    print(describe_environment(args.threads))
+    print(describe_environment(counts))
     for line in missing:
         print(line)
     print("glibc malloc keeps freed memory in every process: "
           f"{'yes, the default' if args.keep_freed_memory else 'no (--no-keep-freed-memory)'}")
-    described: dict[str, dict] = {}
+    described: dict[tuple[str, int], dict] = {}
     table = []
     for workload in rows(args.quick):
-        if workload.name in args.only:
-            table.append(compare(workload, settings, described))
-            print(f"done: {workload.label}", file=sys.stderr, flush=True)
+        if workload.name not in args.only:
+            continue
+        for threads in counts:          # one row per thread count, side by side in the table
+            row = compare(workload, replace(settings, threads=threads, idle=idle_for(threads, args.idle)),
+                          described)
+            if several:
+                row.workload += f", {threads} thread{'s' if threads > 1 else ''}"
+            table.append(row)
+            print(f"done: {row.workload}", file=sys.stderr, flush=True)
     if "memory" in args.only:
         table += peak_memory(settings)
     if "reverse" in args.only:
         table += train_reverse(settings)
     if "text" in args.only:     # nanoGPT's laptop model on text beside PyTorch (benchmarks/text.py)
         table += text_rows(sides, 3 if args.quick else STEPS, settings.rounds, settings.target,
-                           settings.keep_freed_memory, args.threads)
-    for side, info in described.items():
-        print(describe_side(side, info))
+                           settings.keep_freed_memory, max(counts))
+    for (side, threads), info in described.items():
+        print(describe_side(side, info, threads if several else None))
     print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; "
-          f"{'CPU' if args.clock == 'cpu' else 'wall-clock'} time; a peer's "
+          f"{'CPU' if args.clock == 'cpu' else 'wall-clock'} time; "
+          + ("a row's thread count is every process's (BLAS, OpenMP, PyTorch's intra-op threads, ours); "
+             if several else "")
+          + "a peer's "
           "cell: its median (median over rounds of peer / tinygrad_attn; below 1: the peer is faster)")
     print(format_table(table, sides))
     return 0

@@ -6,7 +6,7 @@ process did: glibc's heap state left by one library slowed the next by up to 2×
 drives them round-robin over pipes (A B C, A B C, ...) after a warm-up, so machine noise lands on
 all of them alike, and reports each side's median and the median of the per-round ratios
 peer / ours, steadier than the ratio of the medians when the load changes mid-run. Every process
-gets the same thread settings (the environment set by ``options.set_thread_count`` before it starts, and
+gets the same thread settings (the environment of ``options.thread_environment`` when it starts, and
 PyTorch's intra-op threads set to the same count).
 
 Before timing, every side's float64 results (loss and gradients) are compared with PyTorch's,
@@ -27,6 +27,7 @@ import numpy as np
 
 from tinygrad_attn.parallel import openblas
 
+from .options import thread_environment
 from .sides import TITLES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,8 @@ class Contestant:
         command = [sys.executable, "-m", "benchmarks.worker", side, str(threads), str(idle), str(target),
                    clock]
         self.process = subprocess.Popen(command + (["--keep-freed-memory"] if keep_freed_memory else []),
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT,
+                                        env={**os.environ, **thread_environment(threads)})
         self.info = self._expect("ready")[1]
 
     def _expect(self, *kinds: str) -> tuple:
@@ -153,18 +155,23 @@ def openblas_threads() -> int | None:
     return None if blas is None else int(blas[0]())
 
 
-def describe_side(side: str, info: dict) -> str:
-    """One line on a worker's libraries and threads, as that process sees them."""
-    line = (f"{TITLES[side]}: NumPy {info['numpy']}, OpenBLAS threads in use "
+def describe_side(side: str, info: dict, threads: int | None = None) -> str:
+    """One line on a worker's libraries and threads, as that process sees them (`threads`: the
+    count asked for, named when a run times several)."""
+    asked = "" if threads is None else f" with {threads} thread{'s' if threads > 1 else ''} asked for"
+    line = (f"{TITLES[side]}{asked}: "
+            f"NumPy {info['numpy']}, OpenBLAS threads in use "
             f"{info['openblas_threads'] or 'unknown'}")
     if "version" in info:
         line += f"; {TITLES[side]} {info['version']}"
     if "intra_op_threads" in info:
         line += f", intra-op threads {info['intra_op_threads']}"
+    if "batch_threads" in info:
+        line += f", threads over attention's batch {info['batch_threads']} (tinygrad_attn.parallel)"
     return line
 
 
-def describe_environment(threads: int) -> str:
+def describe_environment(threads: int | list[int]) -> str:
     """The BLAS library behind NumPy and the thread settings every process starts with."""
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
@@ -172,4 +179,4 @@ def describe_environment(threads: int) -> str:
         blas = {"name": "unknown", "version": ""}
     env = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"))
     return (f"NumPy {np.__version__}, BLAS {blas.get('name')} {blas.get('version')} ({env}); "
-            f"asked for {threads}")
+            f"asked for {' and '.join(map(str, threads)) if isinstance(threads, list) else threads}")

@@ -8,8 +8,8 @@ import argparse
 import math
 import os
 
-__all__ = ["add_process_options", "apply_process_options", "non_negative_seconds", "positive_int",
-           "set_thread_count"]
+__all__ = ["add_process_options", "apply_process_options", "idle_for", "non_negative_seconds",
+           "positive_int", "set_thread_count", "thread_environment"]
 
 
 SPIN_IDLE = 0.15    # seconds: OpenBLAS's idle threads spin for about 0.1 s after a call
@@ -37,12 +37,21 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
-def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) -> None:
-    """--rounds, --threads, --clock and --idle: how the side processes are timed."""
+def add_process_options(parser: argparse.ArgumentParser, default_rounds: int,
+                        several_threads: bool = False) -> None:
+    """--rounds, --threads, --clock and --idle: how the side processes are timed. With
+    `several_threads`, --threads takes one or more counts (default: 1 and the CPU count)."""
     parser.add_argument("--rounds", type=positive_int, default=None,
                         help=f"interleaved rounds per workload (default {default_rounds})")
-    parser.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1,
-                        help="BLAS/OpenMP threads in every process (default: the CPU count)")
+    if several_threads:
+        parser.add_argument("--threads", type=positive_int, nargs="+",
+                            default=sorted({1, os.cpu_count() or 1}),
+                            help="threads in every process (BLAS, OpenMP, PyTorch's intra-op threads and "
+                                 "ours), one row per count for each workload (default: 1 and the CPU "
+                                 "count, both)")
+    else:
+        parser.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1,
+                            help="BLAS/OpenMP threads in every process (default: the CPU count)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="what a sample measures: wall-clock time (default), or each process's CPU "
                              "time, steadier on a loaded machine and fair between sides only with "
@@ -55,17 +64,31 @@ def add_process_options(parser: argparse.ArgumentParser, default_rounds: int) ->
 
 
 def apply_process_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse --clock cpu with more than one thread, fill in the default --idle, then set the
-    thread count for every process."""
-    if args.clock == "cpu" and args.threads != 1:
+    """Refuse --clock cpu with more than one thread, fill in the default --idle (one count;
+    several: ``idle_for`` each), then set the thread count for every process (the largest of
+    several)."""
+    counts = args.threads if isinstance(args.threads, list) else [args.threads]
+    if args.clock == "cpu" and max(counts) != 1:
         parser.error("--clock cpu sums the CPU time of every thread of a process; use it with --threads 1")
-    if args.idle is None:
-        args.idle = SPIN_IDLE if args.threads > 1 else 0.0
-    set_thread_count(args.threads)
+    if args.idle is None and not isinstance(args.threads, list):
+        args.idle = idle_for(args.threads, None)
+    set_thread_count(max(counts))
+
+
+def idle_for(threads: int, idle: float | None) -> float:
+    """The pause before a sample: `idle` if given, else SPIN_IDLE with more than one thread, 0 with one."""
+    if idle is not None:
+        return idle
+    return SPIN_IDLE if threads > 1 else 0.0
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """The variables that ask every BLAS and OpenMP runtime (and tinygrad_attn.parallel) for
+    `threads` threads in a process started with them."""
+    return {var: str(threads) for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
 def set_thread_count(threads: int) -> None:
     """Ask every BLAS and OpenMP runtime for `threads` threads, here and in every process started
     from here; works only before NumPy is imported (so this module imports it later)."""
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
+    os.environ.update(thread_environment(threads))

@@ -36,10 +36,11 @@ class Settings:
     reverse_steps: int | None   # None: the default TrainConfig (the full run)
 
 
-def compare(workload: Workload, settings: Settings, describe: dict[str, dict]) -> Row:
+def compare(workload: Workload, settings: Settings, describe: dict[tuple[str, int], dict]) -> Row:
     """One workload on every side, each in a fresh process: checked, then timed.
 
-    `describe` collects each side's process information (library versions, threads) once.
+    `describe` collects each side's process information (library versions, threads) once per
+    thread count.
     """
     contestants: list[Contestant] = []
     try:                                # every worker started is closed, also when a later one fails
@@ -47,7 +48,7 @@ def compare(workload: Workload, settings: Settings, describe: dict[str, dict]) -
             contestants.append(Contestant(side, settings.threads, settings.idle, settings.target,
                                           settings.clock, settings.keep_freed_memory))
         for c in contestants:
-            describe.setdefault(c.side, c.info)
+            describe.setdefault((c.side, settings.threads), c.info)
         built = {c.side: c.build(workload.name, workload.sizes) for c in contestants}
         reference_side = "torch" if built.get("torch") is not None else "ours"
         reference = built[reference_side][0]

@@ -204,6 +204,25 @@ def test_idle_defaults_to_zero_with_one_thread_and_to_the_spin_time_with_more(mo
         assert args.idle == idle, argv
 
 
+def test_the_suite_times_one_thread_and_every_core_by_default(monkeypatch):
+    import argparse
+
+    from benchmarks.options import SPIN_IDLE, add_process_options, apply_process_options, idle_for
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")        # apply_process_options sets them: restored afterwards
+    monkeypatch.setattr(os, "cpu_count", lambda: 12)
+    parser = argparse.ArgumentParser()
+    add_process_options(parser, default_rounds=10, several_threads=True)
+    args = parser.parse_args([])
+    assert args.threads == [1, 12]
+    apply_process_options(parser, args)
+    assert os.environ["OMP_NUM_THREADS"] == "12" and args.idle is None
+    assert (idle_for(1, args.idle), idle_for(12, args.idle), idle_for(12, 0.5)) == (0.0, SPIN_IDLE, 0.5)
+    for refused in (["--threads", "1", "2", "--clock", "cpu"], ["--threads", "0", "2"]):
+        with pytest.raises(SystemExit):
+            apply_process_options(parser, parser.parse_args(refused))
+
+
 @pytest.mark.slow
 def test_fresh_process_times_each_side_alone_and_gives_the_ratio_per_process(capsys, monkeypatch):
     from benchmarks import fresh_process
