@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import specs
     from .sides import ours
     blas = parallel.openblas()
+    blas_before = None if blas is None else blas[0]()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"OpenBLAS: {'found' if blas else 'not found (its threads stay as set)'}")
     print("| workload | threads | wall ms a step | CPU ms a step | critical path, CPU ms | "
@@ -109,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         path.close()
         parallel.set_threads(None)
+        if blas is not None:
+            blas[1](blas_before)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

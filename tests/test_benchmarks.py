@@ -223,6 +223,25 @@ def test_the_suite_times_one_thread_and_every_core_by_default(monkeypatch):
             apply_process_options(parser, parser.parse_args(refused))
 
 
+def test_scaling_prints_a_row_per_thread_count_and_puts_the_settings_back(capsys, monkeypatch):
+    from benchmarks import scaling
+    from tinygrad_attn import parallel
+
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")        # scaling sets them: restored afterwards
+    blas = parallel.openblas()
+    before = None if blas is None else blas[0]()
+    run_piece = parallel._run_piece
+    assert scaling.main(["--only", "attention", "--rounds", "1", "--threads", "2", "1"]) == 0
+    out = capsys.readouterr().out
+    for threads in (1, 2):
+        assert re.search(rf"\| causal attention n = 256, 4 heads, d 64, fwd \+ bwd \| {threads} \| [\d.]+ \| "
+                         r"[\d.]+ \| [\d.]+ \| [\d.]+× \|", out), out
+    assert out.startswith("load average before: ") and "load average after: " in out
+    assert parallel._run_piece is run_piece and parallel._chosen is None
+    assert blas is None or blas[0]() == before
+
+
 @pytest.mark.slow
 def test_fresh_process_times_each_side_alone_and_gives_the_ratio_per_process(capsys, monkeypatch):
     from benchmarks import fresh_process
