@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["MIN_WORK", "get_threads", "openblas", "over_batch", "piece", "set_threads"]
+__all__ = ["MIN_WORK", "get_threads", "openblas", "over_batch", "piece", "set_threads", "split_axis"]
 
 T = TypeVar("T")
 
