@@ -15,11 +15,11 @@ environment's ``TINYGRAD_ATTN_THREADS``, else the BLAS/OpenMP settings (``OMP_NU
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), else the cores this process may run on.
 
 Measured gain, 2 threads against 1 (``python -m benchmarks.scaling``, a 2-core AMD EPYC shared
-with other work at load 13, so in CPU time: a step's critical path, each split counted as its
-slowest piece): causal attention n = 256, 4 heads, fwd + bwd 5.6 → 3.8 ms (1.5×); flash attention
-n = 2048, 4 heads 141 → 75 ms (1.9×). Its wall time there gained nothing (no core was free), but
-against the whole batch with OpenBLAS's 2 threads, which spin-wait for a core, it fell 10×
-(attention 398 → 39 ms, flash 6.7 → 0.56 s).
+with other work at load 13 to 20, so in CPU time: a step's critical path, each split counted as its
+slowest piece; three runs): causal attention n = 256, 4 heads, fwd + bwd 5.6-5.9 → 3.8-4.1 ms
+(1.4-1.5×); flash attention n = 2048, 4 heads 141-146 → 74-76 ms (1.9×). Its wall time there
+gained nothing (no core was free), but against the whole batch with OpenBLAS's 2 threads, which
+spin-wait for a core, it fell 10× (attention 398 → 39 ms, flash 6.7 → 0.56 s).
 """
 
 from __future__ import annotations
