@@ -159,7 +159,8 @@ def report(task: TextTask, config: TrainConfig, model: TinyTransformer, state: T
                "block_size": task.block_size, "sample": sample, "config": dataclasses.asdict(config),
                **dataclasses.asdict(history)}
     write_atomically(out / "metrics.json", json.dumps(metrics, indent=1, ensure_ascii=False).encode())
-    plots.loss_curve(history.loss, out / "loss.png", f"text: loss per token ({task.source[:40]})",
+    name = "pydoc_data.topics" if task.source == DEFAULT_CORPUS else Path(task.source).name
+    plots.loss_curve(history.loss, out / "loss.png", f"text: loss per token on {name}",
                      validation=(history.val_step, history.val_loss), ylabel="cross-entropy per token")
     shown = task.val_ids[:min(task.block_size, 48)]
     maps = [m.numpy()[0] for m in model.attention_maps(shown[None])]
