@@ -179,3 +179,14 @@ def test_long_blocks_run_attention_as_the_flash_kernel(monkeypatch):
     assert calls == [(1, 2, FLASH_FROM, 4)]
     model.blocks[0].attn.fused = False                         # the same numbers from primitives
     np.testing.assert_allclose(model(ids).numpy(), long_out, rtol=1e-4, atol=1e-5)
+
+
+def test_a_text_run_loads_as_a_pretrained_model_with_its_tokenizer(corpus, tmp_path):
+    import tinygrad_attn as ta
+    out = tmp_path / "run"
+    assert cli.main(["train", "text", "--file", str(corpus), "--steps", "2", *TINY, "--out", str(out)]) == 0
+    model, tokenizer = ta.load_pretrained(out)
+    run = load_run(out)
+    assert isinstance(tokenizer, CharTokenizer) and tokenizer.chars == run.task.tokenizer.chars
+    ids = np.array([tokenizer.encode("def f")])
+    np.testing.assert_array_equal(model(ids).numpy(), run.model.eval()(ids).numpy())
