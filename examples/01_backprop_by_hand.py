@@ -8,8 +8,11 @@ Run: python examples/01_backprop_by_hand.py
 """
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 import tinygrad_attn as ta
+
+print(one_blas_thread())
 
 x = ta.Tensor([[1.0, -2.0, 0.5], [0.0, 1.5, -1.0]], requires_grad=True)
 w = ta.Tensor([[0.3, -0.1], [0.2, 0.4], [-0.5, 0.1]], requires_grad=True)

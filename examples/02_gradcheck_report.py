@@ -115,6 +115,9 @@ def epsilon_experiment(plot: str | None) -> None:
 
 
 def main() -> None:
+    from blas_threads import one_blas_thread  # a sibling file: only when run as a script
+
+    print(one_blas_thread())
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epsilon", action="store_true", help="the ε experiment instead of the op report")

@@ -6,9 +6,12 @@ Run: python examples/03_attention_by_hand.py
 """
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
+
+print(one_blas_thread())
 
 np.set_printoptions(precision=4, suppress=True, floatmode="fixed")
 X = np.array([[1.0, 0, 1, 0], [0, 2, 0, 1], [1, 1, 0, 1]])

@@ -71,6 +71,9 @@ def plot(results: dict, path: str) -> None:
 
 
 def main() -> None:
+    from blas_threads import one_blas_thread  # a sibling file: only when run as a script
+
+    print(one_blas_thread())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plot", help="write the three panels to this PNG")
     args = parser.parse_args()

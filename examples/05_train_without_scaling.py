@@ -11,6 +11,7 @@ import argparse
 import time
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 from tinygrad_attn.training import TrainConfig, accuracy, make_model, train
 from tinygrad_attn.training.tasks import get_task
@@ -20,6 +21,7 @@ parser.add_argument("--steps", type=int, default=300)
 parser.add_argument("--task", default="sort")
 parser.add_argument("--eval-size", type=int, default=200, help="held-out prompts for the accuracy")
 args = parser.parse_args()
+print(one_blas_thread())
 
 config = TrainConfig(steps=args.steps, warmup=min(30, args.steps), d_model=64, num_heads=1, num_layers=2,
                      eval_size=args.eval_size)

@@ -6,10 +6,13 @@ Run: python examples/06_multi_head_shapes.py
 """
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn
+
+print(one_blas_thread())
 
 ta.manual_seed(0)
 B, T, T_CONTEXT, D, H = 2, 5, 7, 8, 2

@@ -7,6 +7,8 @@ Run: python examples/07_draw_attention_head.py [--out-dir .] [--format svg|png]
 import argparse
 from pathlib import Path
 
+from blas_threads import one_blas_thread
+
 import tinygrad_attn as ta
 from tinygrad_attn.viz.example_graphs import head
 
@@ -14,6 +16,7 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--out-dir", default=".", help="folder for the two drawings")
 parser.add_argument("--format", choices=["svg", "png"], default="svg")
 args = parser.parse_args()
+print(one_blas_thread())
 out = Path(args.out_dir)
 
 example = head()

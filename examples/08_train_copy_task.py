@@ -9,12 +9,15 @@ Run: python examples/08_train_copy_task.py
 import time
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn, optim
 from tinygrad_attn.training import TrainConfig, accuracy, make_model, train
 from tinygrad_attn.training.tasks import END, IGNORE, VOCAB, decode, get_task
+
+print(one_blas_thread())
 
 STEPS = 300
 task = get_task("copy")

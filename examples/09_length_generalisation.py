@@ -19,6 +19,7 @@ import argparse
 import time
 
 import numpy as np
+from blas_threads import one_blas_thread
 
 from tinygrad_attn.creation import manual_seed
 from tinygrad_attn.nn import TinyTransformer
@@ -30,6 +31,7 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=1000)
 parser.add_argument("--lists", type=int, default=200, help="test lists per length")
 args = parser.parse_args()
+print(one_blas_thread())
 
 LENGTHS = (8, 9, 10, 11, 12)
 MAX_LEN = 2 * (max(LENGTHS) + 1)              # 12 digits, "|", 12 digits, "."

@@ -25,6 +25,8 @@ Run: python examples/10_positions_for_add.py [--steps 2000] [--seeds 0 1 2]
 import argparse
 import time
 
+from blas_threads import one_blas_thread
+
 from tinygrad_attn.training.config import TrainConfig
 from tinygrad_attn.training.evaluation import accuracy
 from tinygrad_attn.training.loop import make_model, train
@@ -55,6 +57,7 @@ parser.add_argument("--steps", type=int, default=get_task("add").steps)
 parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
 parser.add_argument("--eval-size", type=int, default=500, help="held-out prompts scored")
 args = parser.parse_args()
+print(one_blas_thread())
 
 ENCODINGS = {"most significant first": AddMostSignificantFirst(), "least significant first": get_task("add")}
 ARCHS = {"learned positions (default)": "default", "RoPE (--arch llama)": "llama"}

@@ -27,6 +27,18 @@ LESSON_PAGES = ("how_the_engine_works", "stepper", "softmax", "cross_entropy", "
                 "modern_attention", "mistakes", "flash_attention", "language_model")
 
 
+# The first code cell: the repository root as the working folder (pages read examples/ and
+# docs/img/), and one BLAS thread (a matrix product split over threads sums in another order).
+FIRST_CELL = """import os
+if os.path.basename(os.getcwd()) == "notebooks":
+    os.chdir("..")
+try:                        # one BLAS thread: every run prints the same figures
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(limits=1, user_api="blas")
+except ImportError:         # pip install threadpoolctl; without it, BLAS keeps its default threads
+    pass"""
+
+
 def build(page: str) -> nbformat.NotebookNode:
     """The notebook of docs/`page`.md, with stable cell ids (so a rebuild changes no byte)."""
     text = (DOCS / f"{page}.md").read_text(encoding="utf-8")
@@ -37,9 +49,9 @@ def build(page: str) -> nbformat.NotebookNode:
     notebook.cells.insert(0, nbformat.v4.new_markdown_cell(
         f"*This notebook is built from [docs/{page}.md](../docs/{page}.md) by `notebooks/build.py`: "
         "edit the page, not the notebook. Run it from the repository root's `notebooks/` folder "
-        "or the root itself; the first cell makes the root the working folder.*"))
-    notebook.cells.insert(1, nbformat.v4.new_code_cell(
-        "import os\nif os.path.basename(os.getcwd()) == \"notebooks\":\n    os.chdir(\"..\")"))
+        "or the root itself; the first cell makes the root the working folder and limits BLAS to one "
+        "thread (threadpoolctl, in the dev extra), so that every run prints the same figures.*"))
+    notebook.cells.insert(1, nbformat.v4.new_code_cell(FIRST_CELL))
     notebook.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}}
     for number, cell in enumerate(notebook.cells):
