@@ -295,3 +295,15 @@ def test_flash_vs_plain_prints_a_row_per_length_and_flashs_share(capsys):
     out = capsys.readouterr().out
     assert re.search(r"^\s+32 (\s+[\d.]+){6}$", out, re.M) and re.search(r"^\s+64 (\s+[\d.]+){6}$", out, re.M)
     assert re.search(r"at n = 64, flash attention's peak memory is [\d.]+ of the plain kernel's", out)
+
+
+def test_lock_cost_prints_a_row_per_step_and_puts_the_engine_back(capsys):
+    from benchmarks import lock_cost
+    from tinygrad_attn import engine
+
+    shipped = engine._Pass.visit
+    assert "_leaf_grad_lock" not in lock_cost.visit_without_lock().__code__.co_names
+    assert "_leaf_grad_lock" in shipped.__code__.co_names
+    assert lock_cost.main(["--rounds", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "µs" in line]
+    assert len(rows) == len(lock_cost.ROWS) and engine._Pass.visit is shipped
