@@ -102,3 +102,17 @@ def test_files_that_are_not_tokenizers_say_so(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps({"model": "nonsense"}))
     with pytest.raises(TokenizerError, match="b.json is not a Hugging Face tokenizer.json"):
         load_tokenizer(tmp_path / "b.json")
+
+
+def test_a_character_vocabulary_is_saved_as_a_tokenizer_json_transformers_reads(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    tok = CharTokenizer.from_text(CORPUS)
+    path = tok.save(tmp_path / "tokenizer.json")
+    theirs = transformers.PreTrainedTokenizerFast(tokenizer_file=str(path))
+    assert theirs.encode(CORPUS) == tok.encode(CORPUS)
+    assert theirs.decode(tok.encode(CORPUS)) == CORPUS
+    hf = HuggingFaceTokenizer.from_file(path)                 # read as any tokenizer.json
+    assert hf.encode(CORPUS) == tok.encode(CORPUS) and hf.decode(hf.encode(CORPUS)) == CORPUS
+    with pytest.raises(TokenizerError, match=r"no token for '~' \(at position 2 of the text\)"):
+        hf.encode("ab~")
+    assert isinstance(load_tokenizer(path), CharTokenizer)    # and back as the character vocabulary

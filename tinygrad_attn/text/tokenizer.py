@@ -105,7 +105,18 @@ class CharTokenizer(_Tokenizer):
         return [self.chars[i] for i in self._check_ids(ids)]
 
     def to_json(self) -> str:
-        return json.dumps({"type": "char", "chars": self.chars}, ensure_ascii=False)
+        """A Hugging Face tokenizer.json (transformers loads it): a word-level vocabulary of the
+        characters, the text split into single characters, tokens joined without spaces."""
+        return self.to_huggingface().to_json()
+
+    def to_huggingface(self) -> HuggingFaceTokenizer:
+        """The same vocabulary as a ``tokenizers.Tokenizer`` (with no unknown token: a character
+        outside the vocabulary is refused)."""
+        from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+        inner = Tokenizer(models.WordLevel(self._ids, unk_token=_NO_UNKNOWN))
+        inner.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), "isolated")
+        inner.decoder = decoders.Fuse()
+        return HuggingFaceTokenizer(inner)
 
     def __repr__(self) -> str:
         return f"CharTokenizer({self.vocab_size} characters: {_preview(self.chars)})"
@@ -155,7 +166,12 @@ class HuggingFaceTokenizer(_Tokenizer):
         return self.tokenizer.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        try:
+            encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        except Exception as e:      # tokenizers' own Exception, e.g. a word-level model without unk
+            at = next((i for i, c in enumerate(text) if not _encodes(self.tokenizer, c)), None)
+            where = f"no token for {text[at]!r} (at position {at} of the text)" if at is not None else ""
+            raise TokenizerError(f"the vocabulary has {where or 'no tokens for this text'} ({e})") from None
         unknown = getattr(self.tokenizer.model, "unk_token", None)
         unknown_id = self.tokenizer.token_to_id(unknown) if unknown else None
         for i, (start, end) in zip(encoding.ids, encoding.offsets):
@@ -192,9 +208,11 @@ def tokenizer_from_json(text: str, source: str = "the tokenizer JSON") -> Tokeni
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TokenizerError(f"{source} is not JSON: {e}") from None
-    if isinstance(data, dict) and data.get("type") == "char":
+    if isinstance(data, dict) and data.get("type") == "char":      # runs saved before to_json wrote HF
         return CharTokenizer(data["chars"])
-    return HuggingFaceTokenizer.from_json(text, source)
+    tokenizer = HuggingFaceTokenizer.from_json(text, source)
+    chars = _char_vocabulary(data)
+    return CharTokenizer(chars) if chars is not None and text == CharTokenizer(chars).to_json() else tokenizer
 
 
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
@@ -214,6 +232,26 @@ def _read(path: str | os.PathLike) -> tuple[str, str]:
 
 
 _BYTES = 256
+_NO_UNKNOWN = "[UNK]"     # named as the unknown token but never in a character vocabulary
+
+
+def _encodes(tokenizer, char: str) -> bool:
+    try:
+        tokenizer.encode(char, add_special_tokens=False)
+        return True
+    except Exception:
+        return False
+
+
+def _char_vocabulary(data: dict) -> str | None:
+    """The characters in id order if `data` is a word-level tokenizer.json of single characters."""
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "WordLevel":
+        return None
+    vocab = model.get("vocab", {})
+    if not vocab or any(len(c) != 1 for c in vocab) or sorted(vocab.values()) != list(range(len(vocab))):
+        return None
+    return "".join(sorted(vocab, key=vocab.get))
 
 
 def _name(char: str) -> str:
