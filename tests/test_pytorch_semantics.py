@@ -122,3 +122,41 @@ def test_both_spellings_at_once_are_refused():
         ta.ones(2, 3).sum(dim=0, axis=1)
     with pytest.raises(TypeError, match=r"^mean: got both keepdim= and keepdims="):
         ta.ones(2, 3).mean(0, keepdim=True, keepdims=True)
+
+
+# ----- wrong answers that are now PyTorch's -----
+def test_clamp_of_ints_with_float_bounds_is_float():
+    out = ta.arange(5).clamp(0.5, 2.5)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.numpy(), [0.5, 1.0, 2.0, 2.5, 2.5])           # was [0 1 2 2 2] int64
+    assert ta.arange(5).clamp(1, 3).dtype == np.int64                            # int bounds keep ints
+
+
+def test_hardswish_gradient_at_the_kinks_is_pytorchs():
+    x = ta.Tensor([-3.0, 3.0, -3.5, 3.5, 0.0], requires_grad=True)
+    ta.functional.hardswish(x).backward(np.array([1.0, 1.0, 1.0, 1.0, 2.0]))
+    np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0, 1.0, 1.0])             # was −0.5 and 1.5 at ±3
+
+
+@pytest.mark.parametrize("shape, bias_shape, expected", [((4096, 2), (2,), 4096),
+                                                         ((64, 64, 4), (1, 1, 4), 4096)])
+def test_float16_broadcast_gradients_add_in_float32(shape, bias_shape, expected):
+    b = ta.zeros(*bias_shape, dtype=np.float16, requires_grad=True)
+    (ta.ones(*shape, dtype=np.float16) + b).sum().backward()
+    assert b.grad.dtype == np.float16
+    np.testing.assert_array_equal(b.grad, np.full(bias_shape, expected, np.float16))   # was 2048
+
+
+def test_float16_std_is_finite_and_has_its_gradient():
+    x = ta.Tensor(np.array([300.0, -300.0, 0.0], np.float16), requires_grad=True)
+    y = x.std()
+    assert y.dtype == np.float16 and y.item() == 300.0                            # was inf
+    y.backward()
+    np.testing.assert_array_equal(x.grad, np.array([0.5, -0.5, 0.0], np.float16))   # (x − μ)/((n − 1) y)
+
+
+def test_roll_without_dims_rolls_the_flattened_tensor_and_linspace_refuses_bool():
+    np.testing.assert_array_equal(ta.arange(6).reshape(2, 3).roll(1).numpy(), [[5, 0, 1], [2, 3, 4]])
+    np.testing.assert_array_equal(ta.arange(6).reshape(2, 3).roll(-2).numpy(), [[2, 3, 4], [5, 0, 1]])
+    with pytest.raises(TypeError, match=r"^linspace: dtype bool is not supported"):
+        ta.linspace(0, 1, 3, dtype=bool)

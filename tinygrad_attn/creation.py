@@ -122,6 +122,9 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: st
     """`steps` evenly spaced values from `start` to `end`, both included (default float dtype)."""
     if steps < 0:
         raise ValueError(f"linspace: steps must be ≥ 0, got {steps}")
+    if dtype is not None and np.dtype(dtype) == np.bool_:
+        raise TypeError("linspace: dtype bool is not supported (as PyTorch): evenly spaced values are "
+                        "numbers")
     data = np.linspace(start, end, steps).astype(dtype or get_default_dtype())
     return Tensor(data, requires_grad=requires_grad, device=device)
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from .backend import array_module
 from .errors import ShapeError
 from .float_errors import quiet_float_errors, restore_float_errors, silence_float_errors
@@ -263,6 +265,9 @@ def unbroadcast(grad: Any, shape: tuple[int, ...], op_name: str = "backward") ->
         raise ShapeError(f"{op_name}: gradient of shape {tuple(grad.shape)} cannot be reduced "
                          f"to its input's shape {tuple(shape)}")
     stretched = tuple(extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
+    if grad.dtype == np.float16:    # accumulated in float32, as PyTorch (in float16, 2048 + 1 is 2048)
+        wide = grad.astype(np.float32).sum(axis=tuple(range(extra)) + stretched, keepdims=True)
+        return wide.reshape(shape).astype(np.float16)
     if not stretched and grad.size and grad.flags.c_contiguous:     # only leading axes added (a bias)
         return colsum(array_module(grad), grad.reshape(-1, math.prod(shape))).reshape(shape)
     grad = grad.sum(axis=tuple(range(extra)) + stretched, keepdims=True)

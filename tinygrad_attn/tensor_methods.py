@@ -44,7 +44,7 @@ from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsq
 from .ops.matmul import MatMul
 from .ops.movement import Diagonal, Flip, Pad, Repeat, RepeatInterleave, Roll, Tril, Triu
 from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, Sign, Trunc
-from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Sum, Var
+from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Std, Sum, Var
 from .ops.selection import Gather, GetItem, MaskedFill, ScatterAdd
 from .ops.shape import Expand, Reshape, Split, Transpose
 
@@ -295,6 +295,8 @@ class TensorMethods:
             return low if max is None else low.minimum(max)
         if min is None and max is None:
             raise ValueError("clip: at least one of min and max must be given")
+        if self.dtype.kind in "iub" and any(isinstance(b, (float, np.floating)) for b in (min, max)):
+            return as_float(self).clip(min, max)    # int with a float bound: the default float, as PyTorch
         return apply(Clip, self, min=min, max=max)
 
     clamp = clip
@@ -355,8 +357,8 @@ class TensorMethods:
     @numpy_spellings
     def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1,
             keepdim: bool = False) -> Tensor:
-        """√var: the square root of ``var`` with the same `correction` (1 by default, as ``var``)."""
-        return self.var(dim, correction=correction, keepdim=keepdim).sqrt()
+        """√var, with the same `correction` (1 by default, as ``var``)."""
+        return as_float(self)._reduce(Std, dim, keepdim, correction=correction)
 
     @numpy_spellings
     def cumsum(self, dim: int) -> Tensor:

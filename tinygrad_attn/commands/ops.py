@@ -34,7 +34,6 @@ COMPOSED = {
     "chunk": "`split` into pieces of ⌈n/chunks⌉",
     "permute swapaxes swapdims": "`transpose` (the op permutes the axes; `transpose(d0, d1)` swaps two)",
     "amax amin": "`max` and `min` over `dim` (ties share the gradient)",
-    "std": "`sqrt(var(correction))`",
     "sort topk": "indices by argsort (no gradient), values by `gather`: each value's gradient goes back "
                  "to the element it came from",
     "max min": "with a `dim`: `(values, indices)`, indices by argmax/argmin, values by `gather` (the "

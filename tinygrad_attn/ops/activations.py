@@ -355,7 +355,7 @@ class Hardswish(Op):
     """y = x · hardsigmoid(x) = x · clip(x + 3, 0, 6) / 6."""
 
     name = "hardswish"
-    formula = {"x": "dx = dy ⊙ (0 if x < −3, (2x + 3)/6 if −3 ≤ x ≤ 3, 1 if x > 3)"}
+    formula = {"x": "dx = dy ⊙ (0 if x ≤ −3, (2x + 3)/6 if −3 < x < 3, 1 if x ≥ 3)"}
     residuals = {"x": "x (the input)"}
     cases = (Case((3, 4)), Case((4, 5), domain="positive"))
 
@@ -366,11 +366,12 @@ class Hardswish(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """On the ramp y = x(x + 3)/6 has slope (2x + 3)/6; it is 0 below −3 and x (slope 1) above 3."""
+        """On the ramp y = x(x + 3)/6 has slope (2x + 3)/6; it is 0 below −3 and x (slope 1) above 3.
+        At the kinks PyTorch takes the outer piece's slope: 0 at x = −3 and 1 at x = 3."""
         if not ctx.needs_grad[0]:
             return (None,)
         xp, x = ctx.xp, ctx.saved["x"]
-        slope = xp.where(x < -3, 0.0, xp.where(x > 3, 1.0, (2 * x + 3) / 6))
+        slope = xp.where(x <= -3, 0.0, xp.where(x >= 3, 1.0, (2 * x + 3) / 6))
         return (grad * slope,)
 
 

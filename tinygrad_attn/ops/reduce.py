@@ -19,7 +19,7 @@ import numpy as np
 from .base import Case, Op, cast_back, single_for_half
 from .registry import register
 
-__all__ = ["CumSum", "LogSumExp", "Max", "Mean", "Min", "Prod", "Sum", "Var"]
+__all__ = ["CumSum", "LogSumExp", "Max", "Mean", "Min", "Prod", "Std", "Sum", "Var"]
 
 _AXIS_CASES = (Case((3, 4), params={"axis": None, "keepdims": False}),
                Case((3, 4), params={"axis": (1,), "keepdims": False}),
@@ -162,6 +162,38 @@ class Var(Op):
         # no element, or its gradient is inf/NaN as the forward's value (as PyTorch).
         scale = 2 / ctx.divisor if ctx.divisor > 0 else float("inf")
         return (_keep_axes(ctx, grad) * ctx.saved["centered"] * scale,)
+
+
+@register
+class Std(Op):
+    """y = √var = √(Σ (x − μ)² / max(0, n − correction)) over `axis`; float16 is computed in float32
+    up to the root (a float16 variance of [300, −300, 0] is 90000, past float16's 65504)."""
+
+    name = "std"
+    formula = {"x": "dx = dy ⊙ (x − μ) / ((n − correction) · y)"}
+    residuals = {"centered": "x − mean", "y": "y (the output, in float32 for float16)"}
+    cases = _AXIS_CASES + (Case((3, 4), params={"axis": (1,), "keepdims": True, "correction": 1}),)
+
+    @staticmethod
+    def forward(ctx, x, *, axis, keepdims, correction=0):
+        ctx.in_shape = x.shape
+        ctx.divisor = _count(x.shape, axis) - correction
+        wide = single_for_half(x)[0]
+        centered = wide - _mean(wide, axis, keepdims=True)
+        y = ctx.xp.sqrt(_mean(centered * centered, axis, keepdims, correction))
+        ctx.save(centered=centered, y=y)
+        return cast_back(y, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """d√v = dv / (2√v), and dv/dxᵢ = 2(xᵢ − μ)/(n − correction) (see ``Var``), so
+        ∂y/∂xᵢ = (xᵢ − μ)/((n − correction) · y); computed in float32 for float16, cast back."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        scale = 1 / ctx.divisor if ctx.divisor > 0 else float("inf")
+        keep = _keep_axes(ctx, ctx.saved["y"]) if not ctx.keepdims else ctx.saved["y"]
+        dx = _keep_axes(ctx, grad) * ctx.saved["centered"] * scale / keep
+        return (cast_back(dx, grad.dtype),)
 
 
 @register
