@@ -64,7 +64,8 @@ def test_axes_out_of_range_are_shape_errors(build, message):
     (lambda t: t.mean(axis=-1), r"mean: axis -1 is out of range for a tensor with 0 dims"),
     (lambda t: t.transpose(0, 0), r"transpose: axis 0 is out of range for a tensor with 0 dims"),
     (lambda t: t.swapaxes(0, 0), r"swapaxes: axis 0 is out of range for a tensor with 0 dims"),
-    (lambda t: F.log_softmax(t, axis=0), r"log_softmax: axis 0 is out of range for a tensor with 0 dims"),
+    (lambda t: F.log_softmax(t, axis=1),
+     r"log_softmax: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)"),
 ])
 def test_zero_d_tensors_have_no_axis(build, message):
     with pytest.raises(ta.ShapeError, match=f"^{message}$"):

@@ -160,3 +160,93 @@ def test_roll_without_dims_rolls_the_flattened_tensor_and_linspace_refuses_bool(
     np.testing.assert_array_equal(ta.arange(6).reshape(2, 3).roll(-2).numpy(), [[2, 3, 4], [5, 0, 1]])
     with pytest.raises(TypeError, match=r"^linspace: dtype bool is not supported"):
         ta.linspace(0, 1, 3, dtype=bool)
+
+
+# ----- raw errors turned into clear ones (bad inputs), or PyTorch's answer -----
+_Q = np.random.default_rng(0).standard_normal((1, 2, 3, 4))
+F = ta.functional
+NO_HEADS = ta.zeros(1, 0, 3, 4)
+BAD_INPUTS = [
+    (lambda: F.scaled_dot_product_attention(ta.Tensor(_Q), NO_HEADS, NO_HEADS, enable_gqa=True),
+     ta.ShapeError, r"^scaled_dot_product_attention: enable_gqa needs .* the same Hkv ≥ 1 and Hq divisible"),
+    (lambda: F.flash_attention(ta.Tensor(_Q), NO_HEADS, NO_HEADS, enable_gqa=True),
+     ta.ShapeError, r"^flash_attention: enable_gqa needs .* the same Hkv ≥ 1"),
+    (lambda: F.rms_norm(ta.Tensor(3.0)), ta.ShapeError,
+     r"^rms_norm: x of shape \(\) has no axis to normalise over; it needs at least 1 dim$"),
+    (lambda: ta.arange(0, 5, 0), ValueError, r"^arange: step must be nonzero, got 0$"),
+    (lambda: ta.arange(3).repeat_interleave(ta.Tensor(np.ones((3, 1), np.int64))), TypeError,
+     r"^repeat_interleave: a repeats tensor must be 0-d or 1-D of integers, got shape \(3, 1\) dtype int64$"),
+    (lambda: ta.arange(3).repeat_interleave(1.5), TypeError,
+     r"^repeat_interleave: repeats must be ints \(or a 0-d or 1-D integer tensor\), got 1.5$"),
+    (lambda: ta.arange(3).repeat_interleave([1.0, 2.0, 1.0]), TypeError,
+     r"^repeat_interleave: repeats must be ints"),
+    (lambda: F.flash_attention(ta.Tensor(_Q), ta.Tensor(_Q), ta.Tensor(_Q), block_size=2.5), TypeError,
+     r"^flash_attention: block_size must be an int \(keys per block\), got 2.5$"),
+    (lambda: ta.arange(3).pad((1, 1), value=float("inf")), ValueError,
+     r"^pad: value inf does not fit a tensor of dtype int64$"),
+    (lambda: ta.arange(3).pad((True, 1)), ValueError, r"^pad: expected pairs of ints ≥ 0"),
+    (lambda: ta.Tensor(3.0).sort(1), ta.ShapeError,
+     r"^sort: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)$"),
+    (lambda: ta.Tensor(3.0).cumsum(-2), ta.ShapeError, r"^cumsum: dim -2 is out of range for a 0-d tensor"),
+    (lambda: F.softmax(ta.Tensor(3.0), 1), ta.ShapeError, r"^softmax: dim 1 is out of range for a 0-d"),
+    (lambda: ta.Tensor(3.0).gather(2, ta.Tensor(0)), ta.ShapeError,
+     r"^gather: dim 2 is out of range for a 0-d"),
+]
+
+
+@pytest.mark.parametrize("build, error, message", BAD_INPUTS)
+def test_bad_inputs_get_clear_errors(build, error, message):
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_pytorchs_answers_where_we_raised():
+    np.testing.assert_array_equal(ta.zeros(2, 0).logsumexp(1).numpy(), [-np.inf, -np.inf])   # log of Σ = 0
+    np.testing.assert_array_equal(ta.arange(3).pad((np.int64(1), 1)).numpy(), [0, 0, 1, 2, 0])
+    np.testing.assert_array_equal(ta.arange(3).repeat_interleave(np.int64(2)).numpy(), [0, 0, 1, 1, 2, 2])
+    x = ta.Tensor(3.0, requires_grad=True)
+    sorted_ = x.sort()
+    assert sorted_.values.shape == () and sorted_.values.item() == 3.0 and sorted_.indices.item() == 0
+    assert x.cumsum(0).item() == 3.0 and x.gather(-1, ta.Tensor(0)).item() == 3.0
+    assert ta.functional.softmax(x, 0).item() == 1.0 and ta.functional.log_softmax(x, -1).item() == 0.0
+    (x.cumsum(0) * 2 + x.gather(0, ta.Tensor(0)) * 3).backward()
+    assert x.grad == 5.0
+
+
+# ----- class weights, PyTorch's third argument -----
+def test_nll_loss_and_cross_entropy_take_class_weights_third():
+    z = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0], [0.3, 0.3, 0.3], [2.0, 1.0, 0.0]])
+    t, w = np.array([1, 2, -100, 0]), np.array([0.5, 2.0, 4.0])
+    log_p = z - np.log(np.exp(z).sum(1, keepdims=True))
+    picked, wt = -log_p[[0, 1, 3], [1, 2, 0]], w[[1, 2, 0]]
+    expected = (wt * picked).sum() / wt.sum()                              # PyTorch's weighted mean
+    x = ta.Tensor(z, requires_grad=True)
+    loss = ta.functional.cross_entropy(x, t, w, ignore_index=-100)
+    assert loss.item() == pytest.approx(expected, rel=1e-12)
+    loss.backward()
+    p = np.exp(log_p)
+    one_hot = np.eye(3)[[1, 2, 0, 0]]
+    dx = (p - one_hot) * np.array([2.0, 4.0, 0.0, 0.5])[:, None] / wt.sum()
+    np.testing.assert_allclose(x.grad, dx, rtol=1e-12, atol=1e-15)
+    nll = ta.functional.nll_loss(ta.Tensor(log_p), t, ta.Tensor(w))           # ignore_index −100 by default
+    assert nll.item() == pytest.approx(expected, rel=1e-12)
+    sums = ta.functional.nll_loss(ta.Tensor(log_p), t, w, reduction="none").numpy()
+    np.testing.assert_allclose(sums, [wt[0] * picked[0], wt[1] * picked[1], 0, wt[2] * picked[2]], rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    reference = torch.nn.functional.nll_loss(torch.tensor(log_p), torch.tensor(t), torch.tensor(w))
+    assert nll.item() == pytest.approx(reference.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize("build, error, message", [
+    (lambda: ta.functional.nll_loss(ta.zeros(2, 3), [0, 1], [1.0, 2.0]), ta.ShapeError,
+     r"^nll_loss: weight must be \(3,\) floats, one per class of input \(2, 3\), got float32 \(2,\)$"),
+    (lambda: ta.functional.cross_entropy(ta.zeros(2, 3), [0, 1], [1, 2, 3]), ta.ShapeError,
+     r"^cross_entropy: weight must be \(3,\) floats"),
+    (lambda: ta.functional.cross_entropy(ta.zeros(2, 3), [0, 1], [1.0, 2.0, 3.0], label_smoothing=0.1),
+     ValueError, r"^cross_entropy: weight with label_smoothing is not supported"),
+    (lambda: ta.functional.cross_entropy(ta.zeros(2, 3), ta.ones(2, 3) / 3, [1.0, 2.0, 3.0]),
+     ValueError, r"^cross_entropy: weight applies to integer targets, not to class probabilities$"),
+])
+def test_bad_class_weights(build, error, message):
+    with pytest.raises(error, match=message):
+        build()

@@ -76,6 +76,8 @@ def randn(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None,
            device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Evenly spaced values in [start, stop), as numpy.arange: integers stay int64."""
+    if step == 0:
+        raise ValueError("arange: step must be nonzero, got 0")
     data = np.arange(start, stop, step) if stop is not None else np.arange(start)
     if dtype is not None:
         data = data.astype(dtype)

@@ -14,7 +14,7 @@ from .backend import xp_for
 from .creation import generator_for
 from .dtypes import as_float
 from .errors import ShapeError
-from .guards.axes import normalize_axis, numpy_spellings
+from .guards.axes import check_zero_d_dim, normalize_axis, numpy_spellings
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .labels import named
 from .ops import activations as act_ops
@@ -93,6 +93,9 @@ def softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
         array([[0.2689, 0.7311, 0.    ]], dtype=float32)
     """
     _check_float("softmax", "x", x)
+    if x.ndim == 0:                         # dim 0 or −1, as PyTorch: one position, probability 1
+        check_zero_d_dim("softmax", dim)
+        return softmax(x.reshape(1), 0, mask).reshape(())
     keep, bias = _mask_inputs(mask, x, x.shape, "softmax")
     return apply(softmax_ops.Softmax, x, keep, bias, axis=normalize_axis("softmax", dim, x.ndim))
 
@@ -119,20 +122,25 @@ def log_softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
         array([-0.6931, -0.6931], dtype=float32)
     """
     _check_float("log_softmax", "x", x)
+    if x.ndim == 0:
+        check_zero_d_dim("log_softmax", dim)
+        return log_softmax(x.reshape(1), 0, mask).reshape(())
     keep, bias = _mask_inputs(mask, x, x.shape, "log_softmax")
     return apply(softmax_ops.LogSoftmax, x, keep, bias,
                         axis=normalize_axis("log_softmax", dim, x.ndim))
 
 
-def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
+def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """−log softmax(logits)[target], reduced.
 
     Args:
-        logits: unnormalised scores, classes on the last axis.
-        targets: integer class ids in [0, C), or `ignore_index`; an array, list or Tensor. Or
+        input: the logits, unnormalised scores, classes on the last axis.
+        target: integer class ids in [0, C), or `ignore_index`; an array, list or Tensor. Or
             class probabilities: floats shaped like `logits` (the loss is then −Σ_c q_c log p_c,
             differentiable in the targets too, and `ignore_index` does not apply).
+        weight: class weights, C floats (PyTorch's): each position's loss is multiplied by
+            weight[target] and the mean divides by the sum of those weights. Integer targets only.
         ignore_index: a target value whose positions count for nothing (loss and gradient 0).
         reduction: "mean" (over the targets not ignored; if every target is ignored the mean is
             defined as 0, with a zero gradient), "sum" or "none".
@@ -156,13 +164,19 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         >>> round(loss.item(), 4)
         0.6931
     """
+    logits, targets = input, target
     _check_reduction("cross_entropy", reduction)
     _check_float("cross_entropy", "logits", logits)
+    weight = _class_weight("cross_entropy", weight, logits)
+    if weight is not None and label_smoothing:
+        raise ValueError("cross_entropy: weight with label_smoothing is not supported; give one of them")
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=logits.device)
     target_shape, logits_shape = targets.data.shape, logits.data.shape   # once: read at every step
     if targets.data.dtype.kind == "f" and target_shape == logits_shape:
+        if weight is not None:
+            raise ValueError("cross_entropy: weight applies to integer targets, not to class probabilities")
         return apply(loss_ops.CrossEntropyProbs, logits, targets, label_smoothing=label_smoothing,
                      reduction=reduction)
     if targets.data.dtype.kind not in "iu":
@@ -178,8 +192,20 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None,
         raise ValueError(f"cross_entropy: target {bad} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
-    return apply(loss_ops.CrossEntropy, logits, targets, ignore_index=ignore_index,
-                        reduction=reduction, label_smoothing=label_smoothing)
+    return apply(loss_ops.CrossEntropy, logits, targets, weight, ignore_index=ignore_index,
+                 reduction=reduction, label_smoothing=label_smoothing)
+
+
+def _class_weight(name: str, weight: Any, x: Tensor) -> Tensor | None:
+    """`weight` as a 1-D float tensor of C = x.shape[-1] class weights on x's device (None stays
+    None); it is never differentiated."""
+    if weight is None:
+        return None
+    weight = weight if isinstance(weight, Tensor) else Tensor(weight, device=x.device)
+    if weight.dtype.kind != "f" or weight.shape != x.shape[-1:]:
+        raise ShapeError(f"{name}: weight must be {x.shape[-1:]} floats, one per class of input {x.shape}, "
+                         f"got {weight.dtype} {weight.shape}")
+    return weight
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -267,6 +293,8 @@ def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tens
         array([[0.8485, 1.1314]], dtype=float32)
     """
     _check_float("rms_norm", "x", x)
+    if x.ndim == 0:
+        raise ShapeError("rms_norm: x of shape () has no axis to normalise over; it needs at least 1 dim")
     if weight is not None and weight.shape != x.shape[-1:]:
         raise ShapeError(f"rms_norm: weight of shape {weight.shape} does not match the last axis of x "
                          f"{x.shape}")
@@ -443,9 +471,10 @@ def _grouped_query_attention(op: type, name: str, q: Tensor, k: Tensor, v: Tenso
     query heads j·G … j·G + G − 1 (PyTorch's h // G rule). Backward sums dK and dV over each
     group: the engine sums a broadcast input's gradient back to its shape (a shared tensor sums
     the gradients of its uses)."""
-    if min(q.ndim, k.ndim, v.ndim) < 3 or k.shape[-3] != v.shape[-3] or q.shape[-3] % k.shape[-3]:
+    if min(q.ndim, k.ndim, v.ndim) < 3 or k.shape[-3] != v.shape[-3] or k.shape[-3] == 0 \
+            or q.shape[-3] % k.shape[-3]:
         raise ShapeError(f"{name}: enable_gqa needs q (..., Hq, T, D) and k, v (..., Hkv, S, D) with the "
-                         f"same Hkv and Hq divisible by Hkv, got q {q.shape}, k {k.shape}, v {v.shape}")
+                         f"same Hkv ≥ 1 and Hq divisible by Hkv, got q {q.shape}, k {k.shape}, v {v.shape}")
     h_q, h_kv = q.shape[-3], k.shape[-3]
     group = h_q // h_kv
     q_grouped = named(q.reshape(*q.shape[:-3], h_kv, group, *q.shape[-2:]), "Q by kv head")
@@ -563,6 +592,8 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
         array([[1.       ],
                [1.6697615]], dtype=float32)
     """
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
+        raise TypeError(f"flash_attention: block_size must be an int (keys per block), got {block_size!r}")
     if block_size < 1:
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
@@ -587,15 +618,17 @@ def _pair(op: str, x: Tensor, target: Any, reduction: str) -> Tensor:
     return target
 
 
-def nll_loss(log_probs: Tensor, targets: Any, ignore_index: int | None = None,
+def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = -100,
              reduction: str = "mean") -> Tensor:
     """−log_probs[target] per position, reduced: ``cross_entropy`` after a ``log_softmax``.
 
     Args:
-        log_probs: log-probabilities, classes on the last axis (as ``cross_entropy`` here; for
+        input: log-probabilities, classes on the last axis (as ``cross_entropy`` here; for
             2-D input `(N, C)` this is PyTorch's layout).
-        targets: integer class ids in [0, C), or `ignore_index`.
-        ignore_index: a target value whose positions count for nothing.
+        target: integer class ids in [0, C), or `ignore_index`.
+        weight: class weights, C floats: the loss at a position is −weight[target]·log_probs[target],
+            and the mean divides by the sum of weight[target] (PyTorch's weighted mean).
+        ignore_index: a target value whose positions count for nothing (−100, PyTorch's default).
         reduction: "mean" (over the targets not ignored), "sum" or "none".
 
     Returns:
@@ -606,8 +639,10 @@ def nll_loss(log_probs: Tensor, targets: Any, ignore_index: int | None = None,
         >>> nll_loss(ta.Tensor([[-0.5, -1.0]]), [1]).item()
         1.0
     """
+    log_probs, targets = input, target
     _check_reduction("nll_loss", reduction)
     _check_float("nll_loss", "log_probs", log_probs)
+    weight = _class_weight("nll_loss", weight, log_probs)
     targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=log_probs.device)
     if targets.dtype.kind not in "iu" or log_probs.ndim < 1 or targets.shape != log_probs.shape[:-1]:
         raise ShapeError(f"nll_loss: log_probs {log_probs.shape} need integer targets of shape "
@@ -615,7 +650,7 @@ def nll_loss(log_probs: Tensor, targets: Any, ignore_index: int | None = None,
     bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index)
     if bad is not None:
         raise ValueError(f"nll_loss: target {bad} is out of range for {log_probs.shape[-1]} classes")
-    return apply(loss_ops.NllLoss, log_probs, targets, ignore_index=ignore_index, reduction=reduction)
+    return apply(loss_ops.NllLoss, log_probs, targets, weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def binary_cross_entropy(probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:

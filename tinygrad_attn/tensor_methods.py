@@ -19,7 +19,7 @@ from .backend import device_of, xp_for
 from .dtypes import as_float
 from .errors import DeviceError, ShapeError
 from .float_errors import quiet_float_errors
-from .guards.axes import normalize_axes, normalize_axis, numpy_spellings
+from .guards.axes import check_zero_d_dim, normalize_axes, normalize_axis, numpy_spellings
 from .guards.indexing import check_index
 from .guards.shape_arguments import (
     check_index_along,
@@ -362,6 +362,9 @@ class TensorMethods:
 
     @numpy_spellings
     def cumsum(self, dim: int) -> Tensor:
+        if self.ndim == 0:                  # a 0-d tensor is its own running sum (dim 0 or −1, as PyTorch)
+            check_zero_d_dim("cumsum", dim)
+            return self.reshape(1).cumsum(0).reshape(())
         return apply(CumSum, self, axis=normalize_axis("cumsum", dim, self.ndim))
 
     @numpy_spellings
@@ -395,6 +398,10 @@ class TensorMethods:
         """(values, indices) sorted along `dim`, ties in their original order (always stable);
         NaN counts as the largest (last ascending, first descending), as PyTorch. values =
         gather(indices), so they are differentiable, each gradient going back to its element."""
+        if self.ndim == 0:                  # dim 0 or −1, as PyTorch: the value and index 0
+            check_zero_d_dim("sort", dim)
+            values, indices = self.reshape(1).sort(0, descending)
+            return ValuesIndices(values.reshape(()), indices.reshape(()))
         dim = normalize_axis("sort", dim, self.ndim)
         order = _constant("sort", lambda xp, a: sort_order(xp, a, dim, descending), self)
         return ValuesIndices(self.gather(dim, order), order)
@@ -468,7 +475,11 @@ class TensorMethods:
         when dim is None)."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else normalize_axis("repeat_interleave", dim, self.ndim)
-        repeats = repeats.data.tolist() if isinstance(repeats, TensorMethods) else repeats
+        if isinstance(repeats, TensorMethods):
+            if repeats.ndim > 1 or repeats.dtype.kind not in "iu":
+                raise TypeError(f"repeat_interleave: a repeats tensor must be 0-d or 1-D of integers, got "
+                                f"shape {repeats.shape} dtype {repeats.dtype}")
+            repeats = repeats.data.tolist()
         return apply(RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
 
     def tril(self, diagonal: int = 0) -> Tensor:
@@ -503,12 +514,18 @@ class TensorMethods:
     def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
         """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
         before it, … (PyTorch's order)."""
+        if self.dtype.kind in "iub" and not np.isfinite(value):
+            raise ValueError(f"pad: value {value} does not fit a tensor of dtype {self.dtype}")
         return apply(Pad, self, widths=pad_widths(self.shape, pad), value=value)
 
     @numpy_spellings
     def gather(self, dim: int, index: Any) -> Tensor:
         """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
         number of dims, and on the other axes covers a leading part of x)."""
+        if self.ndim == 0:                  # dim 0 or −1 and a 0-d index, as PyTorch
+            check_zero_d_dim("gather", dim)
+            index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+            return self.reshape(1).gather(0, index.reshape(-1)).reshape(index.shape)
         axis, index = self._index_for("gather", dim, index)
         return apply(Gather, self, index, axis=axis)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ShapeError
 
-__all__ = ["NUMPY_SPELLINGS", "normalize_axes", "normalize_axis", "numpy_spellings"]
+__all__ = ["NUMPY_SPELLINGS", "check_zero_d_dim", "normalize_axes", "normalize_axis", "numpy_spellings"]
 
 
 def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[int, ...] | None:
@@ -40,6 +40,13 @@ def normalize_axis(op: str, axis: Any, ndim: int) -> int:
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{op}: axis must be one int, got {axis!r}")
     return normalize_axes(op, axis, ndim)[0]
+
+
+def check_zero_d_dim(op: str, dim: Any) -> None:
+    """The dim of an op that PyTorch lets take a 0-d tensor (sort, cumsum, gather, softmax) as if it
+    had one axis: 0 or −1, anything else a ShapeError."""
+    if _as_int(op, dim) not in (0, -1):
+        raise ShapeError(f"{op}: dim {dim} is out of range for a 0-d tensor (0 or -1 only)")
 
 
 def _as_int(op: str, a: Any) -> int:

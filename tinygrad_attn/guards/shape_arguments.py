@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import IndexOutOfRange, ShapeError
 from .axes import normalize_axes
 from .shapes import Shape, first_out_of_range, sizes_argument, sizes_fit
@@ -62,10 +64,13 @@ def interleave_counts(shape: Shape, axis: int, repeats: int | Sequence[int]) -> 
     Raises:
         ValueError: "repeat_interleave: repeats [1, 2] do not fit axis 0 of shape (3,)".
     """
-    counts = [repeats] if isinstance(repeats, int) else list(repeats)
+    counts = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats]
+    if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) for r in counts):
+        raise TypeError(f"repeat_interleave: repeats must be ints (or a 0-d or 1-D integer tensor), "
+                        f"got {repeats!r}")
     if any(r < 0 for r in counts) or (len(counts) != 1 and len(counts) != shape[axis]):
         raise ValueError(f"repeat_interleave: repeats {repeats} do not fit axis {axis} of shape {shape}")
-    return repeats if isinstance(repeats, int) else tuple(counts)
+    return tuple(int(r) for r in counts) if isinstance(repeats, (list, tuple)) else int(repeats)
 
 
 def pad_widths(shape: Shape, pad: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -76,9 +81,10 @@ def pad_widths(shape: Shape, pad: Sequence[int]) -> tuple[tuple[int, int], ...]:
         ValueError: "pad: expected pairs of ints ≥ 0, at most two per axis of shape (3,), got (1,)".
     """
     pad = tuple(pad)
-    if len(pad) % 2 or len(pad) > 2 * len(shape) or any(not isinstance(p, int) or p < 0 for p in pad):
+    if len(pad) % 2 or len(pad) > 2 * len(shape) or any(
+            isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 0 for p in pad):
         raise ValueError(f"pad: expected pairs of ints ≥ 0, at most two per axis of shape {shape}, got {pad}")
-    pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)][::-1]
+    pairs = [(int(pad[i]), int(pad[i + 1])) for i in range(0, len(pad), 2)][::-1]
     return ((0, 0),) * (len(shape) - len(pairs)) + tuple(pairs)
 
 

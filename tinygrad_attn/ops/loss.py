@@ -21,6 +21,7 @@ __all__ = ["BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "CrossEntropy",
 
 _TARGETS = np.array([2, 0, 3])
 _IGNORED = np.array([[1, -100, 0], [3, 3, -100]])
+_WEIGHT = np.array([0.5, 2.0, 1.0, 0.25])
 
 
 @register
@@ -29,36 +30,44 @@ class CrossEntropy(Op):
 
     Positions whose target equals `ignore_index` contribute 0 and do not count in the mean. With
     label smoothing ε the target is (1 − ε)·one_hot + ε/C: ℓ = (1 − ε)·ℓ_target + ε·mean_c(ℓ_c).
+    With class weights w each position's loss is multiplied by w[target], and the mean divides by
+    Σ w[target] over the counted positions (PyTorch's weighted mean) instead of their number.
     """
 
     name = "cross_entropy"
     formula = {"logits": "dlogits = (softmax(logits) − (1 − ε)·one_hot(target) − ε/C) ⊙ dℓ / n_counted",
-               "targets": None}
+               "targets": None, "weight": None}
     residuals = {
         "probs": "P (the softmax probabilities)",
         "safe": "the targets",
-        "counted": "which targets count (None: every one)",
-        "n_counted": "n_counted (how many targets count)",
+        "counted": "which targets count (None: every one), or w[target] (0 where not counted)",
+        "n_counted": "n_counted (how many targets count, or Σ w[target] over them)",
     }
-    cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
-             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "sum"}),
-             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean",
-                                               "label_smoothing": 0.2}))
+    cases = (Case((3, 4), _TARGETS, _WEIGHT, params={"ignore_index": None, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, _WEIGHT, params={"ignore_index": -100, "reduction": "sum"}),
+             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "mean"}),
+             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "sum"}),
+             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "mean",
+                                                     "label_smoothing": 0.2}))
 
     @classmethod
     def formulas_at(cls, ctx, n_inputs):
-        """Without label smoothing (ε = 0) the target is one_hot(target) itself."""
+        """Without label smoothing (ε = 0) the target is one_hot(target) itself; class weights scale
+        each row by w[target] and the mean divides by their sum."""
         if ctx.smoothing:
             return cls.formulas_for(n_inputs)
-        return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None)
+        if ctx.weighted:
+            return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ w[target] ⊙ dℓ / Σ w[target]",
+                    None, None)
+        return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None, None)
 
     @staticmethod
-    def forward(ctx, logits, targets, *, ignore_index, reduction, label_smoothing=0.0):
+    def forward(ctx, logits, targets, weight=None, *, ignore_index, reduction, label_smoothing=0.0):
         xp = ctx.xp
-        dtype, ctx.smoothing = logits.dtype, label_smoothing
+        dtype, ctx.smoothing, ctx.weighted = logits.dtype, label_smoothing, weight is not None
         logits, = single_for_half(logits)
         probs, m, s = softmax_parts(xp, logits, -1)
         counted, safe, n_counted = _counting(xp, targets, ignore_index, logits.dtype)
@@ -74,6 +83,8 @@ class CrossEntropy(Op):
             losses = (1 - label_smoothing) * losses + label_smoothing * (lse - logits.mean(axis=-1))
         if counted is not None:
             losses = xp.where(counted, losses, 0)
+        if weight is not None:
+            losses, counted, n_counted = _weighted(xp, losses, weight, safe, counted, logits.dtype)
         ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
         return cast_back(_reduced(losses, reduction, n_counted), dtype)
 
@@ -81,15 +92,28 @@ class CrossEntropy(Op):
     def backward(ctx, grad):
         """∂ℓ/∂logitsⱼ = pⱼ − [j = target] for a counted position, 0 for an ignored one; the mean
         divides by the number counted (a mean over no counted target is 0, with gradient 0).
-        With smoothing the target distribution is (1 − ε)·one_hot + ε/C, and pⱼ minus it is the slope."""
+        With smoothing the target distribution is (1 − ε)·one_hot + ε/C, and pⱼ minus it is the slope.
+        Class weights scale each position's slope by w[target] (the loss is w[target]·ℓ), and the
+        mean divides by Σ w[target] instead."""
         if not ctx.needs_grad[0]:
-            return None, None
+            return None, None, None
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
         target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
         if ctx.smoothing:
             target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
-        return (probs - target) * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted), None
+        scale = _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)
+        return (probs - target) * scale, None, None
+
+
+def _weighted(xp, losses, weight, safe, counted, dtype):
+    """(losses · w[target], w[target] (0 where not counted), Σ w[target]): PyTorch's class weights.
+    The mean divides by the sum of the counted positions' weights (1 if it is 0: a loss of 0)."""
+    w = weight.astype(dtype, copy=False)[safe[..., 0]]
+    if counted is not None:
+        w = xp.where(counted, w, 0)
+    total = w.sum()
+    return losses * w, w, xp.where(total == 0, xp.asarray(1, dtype=dtype), total)
 
 
 def _counting(xp, targets, ignore_index, dtype):
@@ -173,36 +197,43 @@ class CrossEntropyProbs(Op):
 class NllLoss(Op):
     """ℓ = −x[target] per position, x being log-probabilities (classes on the last axis), then reduced.
 
-    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean.
+    Positions whose target equals `ignore_index` contribute 0 and do not count in the mean; class
+    weights w multiply each position's loss by w[target] and make the mean divide by Σ w[target].
     """
 
     name = "nll_loss"
-    formula = {"x": "dx = −one_hot(target) ⊙ dℓ / n_counted", "targets": None}
-    residuals = {"safe": "the targets", "counted": "which targets count (None: every one)",
-                 "n_counted": "how many count"}
-    cases = (Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "sum"}),
-             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
+    formula = {"x": "dx = −one_hot(target) ⊙ w[target] ⊙ dℓ / n_counted  (w = 1 without weights)",
+               "targets": None, "weight": None}
+    residuals = {"safe": "the targets", "counted": "which targets count (None: every one), or w[target]",
+                 "n_counted": "how many count, or Σ w[target] over them"}
+    cases = (Case((3, 4), _TARGETS, _WEIGHT, params={"ignore_index": None, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, _WEIGHT, params={"ignore_index": -100, "reduction": "none"}),
+             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "sum"}),
+             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "none"}))
 
     @staticmethod
-    def forward(ctx, x, targets, *, ignore_index, reduction):
+    def forward(ctx, x, targets, weight=None, *, ignore_index, reduction):
         xp = ctx.xp
         ctx.classes = x.shape[-1]
         counted, safe, n_counted = _counting(xp, targets, ignore_index, x.dtype)
         losses = -xp.take_along_axis(x, safe, axis=-1)[..., 0]
         if counted is not None:
             losses = xp.where(counted, losses, 0)
+        if weight is not None:
+            losses, counted, n_counted = _weighted(xp, losses, weight, safe, counted, x.dtype)
         ctx.save(safe=safe, counted=counted, n_counted=n_counted)
         return _reduced(losses, reduction, n_counted)
 
     @staticmethod
     def backward(ctx, grad):
-        """ℓ depends on one element per position, with slope −1: dx = −dℓ at the target, 0 elsewhere."""
+        """ℓ depends on one element per position, with slope −1 (−w[target] with class weights):
+        dx = −dℓ at the target, 0 elsewhere."""
         if not ctx.needs_grad[0]:
-            return None, None
+            return None, None, None
         safe, counted = ctx.saved["safe"], ctx.saved["counted"]
         one_hot = ctx.xp.arange(ctx.classes) == safe
-        return -(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), None
+        return -(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), None, None
 
 
 @register

@@ -275,7 +275,9 @@ class LogSumExp(Op):
         xp = ctx.xp
         ctx.in_shape = x.shape
         wide = single_for_half(x)[0]
-        m = wide.max(axis=axis, keepdims=True)
+        # an empty axis has no maximum: m = 0 there, so y = log 0 = −inf, as PyTorch
+        m = wide.max(axis=axis, keepdims=True) if wide.size else \
+            xp.zeros_like(wide.sum(axis=axis, keepdims=True))
         m = xp.where(xp.isfinite(m), m, xp.asarray(0, dtype=m.dtype))  # a row of −inf: m = 0
         e = xp.exp(wide - m)
         s = e.sum(axis=axis, keepdims=True)
