@@ -653,7 +653,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: in
     return apply(loss_ops.NllLoss, log_probs, targets, weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def binary_cross_entropy(probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(probs: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
     """−(y log p + (1 − y) log(1 − p)) elementwise, each log clamped at −100 (as PyTorch), reduced.
 
     Example:
@@ -665,7 +665,7 @@ def binary_cross_entropy(probs: Tensor, target: Any, reduction: str = "mean") ->
     return apply(loss_ops.BinaryCrossEntropy, probs, target, reduction=reduction)
 
 
-def binary_cross_entropy_with_logits(logits: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+def binary_cross_entropy_with_logits(logits: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
     """``binary_cross_entropy(sigmoid(logits), target)`` as one stable op: never log 0.
 
     Example:

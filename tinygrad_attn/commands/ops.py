@@ -15,7 +15,7 @@ import re
 from .. import ops
 from ..ops import REGISTRY
 
-__all__ = ["ONE_RULE", "add_parser", "file_table", "formula_table", "run"]
+__all__ = ["KEPT_DIFFERENCES", "ONE_RULE", "add_parser", "file_table", "formula_table", "run"]
 
 # Said once where a learner looks first: here and in docs/README.md (a test compares the two).
 ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where NumPy and PyTorch give a "
@@ -24,6 +24,40 @@ ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where 
             "`x.max(dim)` returns `(values, indices)` (`x.amax(dim)` the values alone), `var` and `std` "
             "divide by n − 1 (`correction=1`). Both spellings of an argument work: `dim=` or `axis=`, "
             "`keepdim=` or `keepdims=`.")
+
+# Where a PyTorch-named function's parameters differ from PyTorch's (names and order, compared with
+# inspect.signature or torch's docstring by tests/test_pytorch_signatures.py), and why. A positional
+# call means the same in both unless the reason says otherwise.
+_FIRST_ARGUMENT = ("the first argument is named as the lessons' formulas name it (x, probs, logits), not "
+                   "`input`; passed by position, as everyone passes it, it means the same")
+_SIZE = "the shape argument is named `shape` (NumPy's name); passed by position it means the same"
+KEPT_DIFFERENCES = {
+    **dict.fromkeys([
+        "F.binary_cross_entropy", "F.binary_cross_entropy_with_logits", "F.celu", "F.dropout", "F.elu",
+        "F.hardsigmoid", "F.hardswish", "F.hardtanh", "F.leaky_relu", "F.linear", "F.logsigmoid", "F.mish",
+        "F.one_hot", "F.pad", "F.relu", "F.relu6", "F.selu", "F.silu", "F.softplus", "F.softsign"],
+        _FIRST_ARGUMENT),
+    "F.softmax": "a third argument `mask` (True = takes part), the lessons' masks; no `dtype`",
+    "F.log_softmax": "a third argument `mask`, as softmax; no `dtype`",
+    "F.layer_norm": "no `normalized_shape`: it normalises over the last axis, as the lessons write it "
+                    "(weight and bias come second and third)",
+    "F.rms_norm": "no `normalized_shape`: over the last axis, as layer_norm",
+    "Tensor.backward": "the cotangent is named `grad`; retain_graph and create_graph are not supported",
+    "Tensor.transpose": "`transpose(*dims)`: two dims swap them as PyTorch; a full permutation of all "
+                        "dims (ndim > 2) also works, as before the one rule",
+    "Tensor.swapdims": "an alias of `swapaxes(axis0, axis1)`: PyTorch names the same arguments dim0, dim1",
+    "Tensor.sort": "`stable` may be given by position (PyTorch: keyword only); the sort is always stable",
+    "Tensor.div": "the divisor is named `other` (PyTorch's docstring says value, torch.div says other); "
+                  "no rounding_mode",
+    "Tensor.mul": "the factor is named `other` (as torch.mul; the method's docstring says value)",
+    **dict.fromkeys(["Tensor.logical_and", "Tensor.logical_or"],
+                    "none: PyTorch's docstring shows no parameter (its function takes `other`, as here)"),
+    "Tensor.expand": "`expand(*sizes)`: the same call, its argument named sizes",
+    "Tensor.to": "`to(device)` only: dtype conversion is not supported",
+    "ta.where": "`where(cond, a, b)`: the contract's names; by position the same",
+    "ta.arange": "`arange(start, stop, step)`: NumPy's name for the end; by position the same",
+    **dict.fromkeys(["ta.zeros", "ta.ones", "ta.full", "ta.randn", "ta.rand"], _SIZE),
+}
 
 # What a learner can call that is not an op of its own: a composition of registered ops (as
 # PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
@@ -75,7 +109,11 @@ def formula_table() -> str:
               + " ".join(f"`{n}`" for n in NO_GRADIENT.split()) + ".", "",
               "**Constructors** (`ta.*`, seeded by `ta.manual_seed`): "
               + " ".join(f"`{n}`" for n in CONSTRUCTORS.split()) + ".", "",
-              f"**Out of scope:** {OUT_OF_SCOPE}."]
+              f"**Out of scope:** {OUT_OF_SCOPE}.", "",
+              "## Differences from PyTorch's signatures kept on purpose", "",
+              "Every function here with a PyTorch name takes PyTorch's parameters in PyTorch's order "
+              "(a test compares them with PyTorch's), except:", "", "| function | why |", "|---|---|"]
+    lines += [f"| `{name}` | {why} |" for name, why in KEPT_DIFFERENCES.items()]
     return "\n".join(lines) + "\n"
 
 
