@@ -192,7 +192,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
         raise ValueError(f"cross_entropy: target {bad} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
                                                  else f" (ignore_index is {ignore_index})"))
-    return apply(loss_ops.CrossEntropy, logits, targets, weight, ignore_index=ignore_index,
+    weights = () if weight is None else (weight,)      # left out when not given: two inputs, as before
+    return apply(loss_ops.CrossEntropy, logits, targets, *weights, ignore_index=ignore_index,
                  reduction=reduction, label_smoothing=label_smoothing)
 
 
@@ -650,7 +651,9 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: in
     bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index)
     if bad is not None:
         raise ValueError(f"nll_loss: target {bad} is out of range for {log_probs.shape[-1]} classes")
-    return apply(loss_ops.NllLoss, log_probs, targets, weight, ignore_index=ignore_index, reduction=reduction)
+    weights = () if weight is None else (weight,)
+    return apply(loss_ops.NllLoss, log_probs, targets, *weights, ignore_index=ignore_index,
+                 reduction=reduction)
 
 
 def binary_cross_entropy(probs: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:

@@ -134,8 +134,8 @@ class Op:
     def formulas_for(cls, n_inputs: int) -> tuple[str | None, ...]:
         """One formula (or None) per input of a call with `n_inputs` inputs (a variadic input's
         formula repeated for each of its tensors)."""
-        formulas = tuple(cls.formula.values())
-        return formulas if len(formulas) == n_inputs else formulas[:1] * n_inputs
+        formulas = tuple(cls.formula.values())   # a call may leave out trailing optional inputs (weights)
+        return formulas[:n_inputs] if len(formulas) >= n_inputs else formulas[:1] * n_inputs
 
     @classmethod
     def formulas_at(cls, ctx: Context, n_inputs: int) -> tuple[str | None, ...]:

@@ -45,12 +45,12 @@ class CrossEntropy(Op):
     }
     cases = (Case((3, 4), _TARGETS, _WEIGHT, params={"ignore_index": None, "reduction": "mean"}),
              Case((2, 3, 4), _IGNORED, _WEIGHT, params={"ignore_index": -100, "reduction": "sum"}),
-             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "mean"}),
-             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "sum"}),
-             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "none"}),
-             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "mean"}),
-             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "none"}),
-             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "mean",
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "sum"}),
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "mean",
                                                      "label_smoothing": 0.2}))
 
     @classmethod
@@ -62,7 +62,7 @@ class CrossEntropy(Op):
         if ctx.weighted:
             return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ w[target] ⊙ dℓ / Σ w[target]",
                     None, None)
-        return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None, None)
+        return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None, None)[:n_inputs]
 
     @staticmethod
     def forward(ctx, logits, targets, weight=None, *, ignore_index, reduction, label_smoothing=0.0):
@@ -95,15 +95,16 @@ class CrossEntropy(Op):
         With smoothing the target distribution is (1 − ε)·one_hot + ε/C, and pⱼ minus it is the slope.
         Class weights scale each position's slope by w[target] (the loss is w[target]·ℓ), and the
         mean divides by Σ w[target] instead."""
+        nones = (None,) * (len(ctx.needs_grad) - 1)        # targets, and the weight when given
         if not ctx.needs_grad[0]:
-            return None, None, None
+            return (None, *nones)
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
         target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
         if ctx.smoothing:
             target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
         scale = _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)
-        return (probs - target) * scale, None, None
+        return ((probs - target) * scale, *nones)
 
 
 def _weighted(xp, losses, weight, safe, counted, dtype):
@@ -208,9 +209,9 @@ class NllLoss(Op):
                  "n_counted": "how many count, or Σ w[target] over them"}
     cases = (Case((3, 4), _TARGETS, _WEIGHT, params={"ignore_index": None, "reduction": "mean"}),
              Case((2, 3, 4), _IGNORED, _WEIGHT, params={"ignore_index": -100, "reduction": "none"}),
-             Case((3, 4), _TARGETS, None, params={"ignore_index": None, "reduction": "mean"}),
-             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "sum"}),
-             Case((2, 3, 4), _IGNORED, None, params={"ignore_index": -100, "reduction": "none"}))
+             Case((3, 4), _TARGETS, params={"ignore_index": None, "reduction": "mean"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "sum"}),
+             Case((2, 3, 4), _IGNORED, params={"ignore_index": -100, "reduction": "none"}))
 
     @staticmethod
     def forward(ctx, x, targets, weight=None, *, ignore_index, reduction):
@@ -229,11 +230,12 @@ class NllLoss(Op):
     def backward(ctx, grad):
         """ℓ depends on one element per position, with slope −1 (−w[target] with class weights):
         dx = −dℓ at the target, 0 elsewhere."""
+        nones = (None,) * (len(ctx.needs_grad) - 1)
         if not ctx.needs_grad[0]:
-            return None, None, None
+            return (None, *nones)
         safe, counted = ctx.saved["safe"], ctx.saved["counted"]
         one_hot = ctx.xp.arange(ctx.classes) == safe
-        return -(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), None, None
+        return (-(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), *nones)
 
 
 @register
