@@ -250,3 +250,56 @@ def test_nll_loss_and_cross_entropy_take_class_weights_third():
 def test_bad_class_weights(build, error, message):
     with pytest.raises(error, match=message):
         build()
+
+
+# ----- one promotion rule, PyTorch's (dtypes.promoted_dtype), tested as a table -----
+def _t(dtype, shape=(3,)):
+    return ta.Tensor(np.ones(shape, dtype=dtype))
+
+
+PROMOTION_TABLE = [   # (what, build, dtype PyTorch gives)
+    ("int64 + float32", lambda: _t(np.int64) + _t(np.float32), np.float32),
+    ("float32 + 0-d float64", lambda: _t(np.float32) + _t(np.float64, ()), np.float32),
+    ("0-d float64 + 0-d float32", lambda: _t(np.float64, ()) + _t(np.float32, ()), np.float64),
+    ("float16 + float32", lambda: _t(np.float16) + _t(np.float32), np.float32),
+    ("int8 + uint8", lambda: _t(np.int8) + _t(np.uint8), np.int16),
+    ("bool + int64", lambda: _t(np.bool_) + _t(np.int64), np.int64),
+    ("int64 + 0-d float64", lambda: _t(np.int64) + _t(np.float64, ()), np.float64),   # the float category
+    ("int64 / int64", lambda: _t(np.int64) / _t(np.int64), np.float32),
+    ("where(c, int64, float32)", lambda: ta.where(_t(np.bool_), _t(np.int64), _t(np.float32)), np.float32),
+    ("concat(int64, float32)", lambda: ta.concat([_t(np.int64), _t(np.float32)]), np.float32),
+    ("stack(int64, float32)", lambda: ta.stack([_t(np.int64), _t(np.float32)]), np.float32),
+    ("float32 @ float64", lambda: _t(np.float32, (2, 3)) @ _t(np.float64, (3, 2)), np.float64),
+]
+
+
+@pytest.mark.parametrize("what, build, expected", PROMOTION_TABLE, ids=[row[0] for row in PROMOTION_TABLE])
+def test_promotion_table(what, build, expected):
+    assert build().dtype == expected, what
+
+
+def test_promotion_table_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    t = {np.int64: torch.int64, np.float32: torch.float32, np.float64: torch.float64,
+         np.int8: torch.int8, np.uint8: torch.uint8, np.bool_: torch.bool}
+
+    def tt(dtype, shape=(3,)):
+        return torch.ones(shape, dtype=t[dtype])
+    assert (tt(np.float32) + tt(np.float64, ())).dtype == torch.float32
+    assert (tt(np.int8) + tt(np.uint8)).dtype == torch.int16
+    assert torch.where(tt(np.bool_), tt(np.int64), tt(np.float32)).dtype == torch.float32
+    assert torch.cat([tt(np.int64), tt(np.float32)]).dtype == torch.float32
+    assert (tt(np.int64) + tt(np.float64, ())).dtype == torch.float64
+
+
+def test_a_promoted_operand_keeps_its_gradient_and_int_matmul_float_is_refused():
+    x = ta.Tensor(np.array([1.0, 2.0], np.float32), requires_grad=True)
+    s = ta.Tensor(np.float64(3.0), requires_grad=True)
+    y = x * s
+    assert y.dtype == np.float32
+    y.backward(np.array([1.0, 10.0], np.float32))
+    assert s.grad.dtype == np.float64 and s.grad == 21.0                      # 1·1 + 10·2, through the cast
+    np.testing.assert_array_equal(x.grad, [3.0, 30.0])
+    with pytest.raises(TypeError, match=r"^matmul: operands of dtypes int64 and float32: an integer and a "
+                                        r"float matrix do not multiply \(as PyTorch\)"):
+        ta.arange(6).reshape(2, 3) @ ta.ones(3, 2)

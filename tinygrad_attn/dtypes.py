@@ -9,7 +9,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["as_float", "get_default_dtype", "is_float", "set_default_dtype"]
+__all__ = ["as_float", "get_default_dtype", "is_float", "promoted_dtype", "set_default_dtype"]
 
 
 _default_dtype = np.dtype(np.float32)
@@ -30,6 +30,25 @@ def get_default_dtype() -> np.dtype:
 
 def is_float(dtype: Any) -> bool:
     return np.dtype(dtype).kind == "f"
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}      # bool < integer < float
+
+
+def promoted_dtype(*arrays: Any) -> np.dtype:
+    """The dtype an op on `arrays` computes in, PyTorch's rule (the one place it is written):
+    the highest category among them (bool < integer < float) wins; within it, tensors with
+    dimensions decide over 0-d ones (a float32 tensor plus a 0-d float64 stays float32), and among
+    those the wider dtype wins (float16 and float32: float32; int8 and uint8: int16).
+
+    Example:
+        >>> promoted_dtype(np.zeros(3, np.int64), np.zeros(3, np.float32))
+        dtype('float32')
+    """
+    top = max(_CATEGORY[a.dtype.kind] for a in arrays)
+    deciding = [a for a in arrays if _CATEGORY[a.dtype.kind] == top]
+    deciding = [a for a in deciding if a.ndim] or deciding
+    return np.result_type(*(a.dtype for a in deciding))
 
 
 def as_float(t: Tensor) -> Tensor:

@@ -25,7 +25,7 @@ from .guards.axes import normalize_axis, numpy_spellings
 from .guards.shapes import broadcast_shape, check_concat, check_stack
 from .ops.selection import Where
 from .ops.shape import Concat, Stack
-from .tensor_methods import TensorMethods, as_mask
+from .tensor_methods import TensorMethods, as_mask, promoted
 
 __all__ = ["Tensor", "concat", "stack", "where"]
 
@@ -214,7 +214,7 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     b = b if isinstance(b, Tensor) else a._lift(b)
     cond = as_mask(cond, a)
     broadcast_shape("where", cond.shape, a.shape, b.shape)
-    return apply(Where, cond, a, b)
+    return apply(Where, cond, *promoted(a, b))
 
 
 @numpy_spellings
@@ -225,7 +225,7 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError("concat: needs at least one tensor")
     axis = normalize_axis("concat", dim, tensors[0].ndim)
     check_concat([t.shape for t in tensors], axis)
-    return apply(Concat, *tensors, axis=axis)
+    return apply(Concat, *promoted(*tensors), axis=axis)
 
 
 @numpy_spellings
@@ -236,4 +236,4 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError("stack: needs at least one tensor")
     check_stack([t.shape for t in tensors])
     axis = normalize_axis("stack", dim, tensors[0].ndim + 1)
-    return apply(Stack, *tensors, axis=axis)
+    return apply(Stack, *promoted(*tensors), axis=axis)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .apply import apply
 from .backend import device_of, xp_for
-from .dtypes import as_float
+from .dtypes import as_float, promoted_dtype
 from .errors import DeviceError, ShapeError
 from .float_errors import quiet_float_errors
 from .guards.axes import check_zero_d_dim, normalize_axes, normalize_axis, numpy_spellings
@@ -39,7 +39,7 @@ from .guards.shapes import (
     split_sizes,
 )
 from .ops.activations import GELU_FORMS, Gelu, Relu, Sigmoid, Silu
-from .ops.arithmetic import Add, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
+from .ops.arithmetic import Add, Cast, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
 from .ops.matmul import MatMul
 from .ops.movement import Diagonal, Flip, Pad, Repeat, RepeatInterleave, Roll, Tril, Triu
@@ -51,7 +51,7 @@ from .ops.shape import Expand, Reshape, Split, Transpose
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["TensorMethods", "ValuesIndices", "as_mask", "sort_order"]
+__all__ = ["TensorMethods", "ValuesIndices", "as_mask", "promoted", "sort_order"]
 
 
 class ValuesIndices(NamedTuple):
@@ -585,6 +585,11 @@ def as_mask(mask: Any, like: Tensor) -> Tensor:
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     check_matmul(a.shape, b.shape)
+    if a.data.dtype != b.data.dtype:
+        if (a.data.dtype.kind == "f") != (b.data.dtype.kind == "f"):
+            raise TypeError(f"matmul: operands of dtypes {a.dtype} and {b.dtype}: an integer and a float "
+                            "matrix do not multiply (as PyTorch); convert one first")
+        a, b = promoted(a, b)
     return apply(MatMul, a, b)
 
 
@@ -600,11 +605,14 @@ def _binary(op, a: Tensor, b: Tensor) -> Tensor:
 
 def _promoted(op, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """The operands of a binary op in the dtypes PyTorch computes it in."""
-    a_float, b_float = a.data.dtype.kind == "f", b.data.dtype.kind == "f"
-    if op is Div and not (a_float or b_float):    # integers divided: the default float
+    if op is Div and a.data.dtype.kind != "f" and b.data.dtype.kind != "f":    # ints: the default float
         return as_float(a), as_float(b)
-    if a_float != b_float:                          # int meets float: the float's dtype
-        if a_float:
-            return a, type(b)(b.data, dtype=a.dtype, device=b.device)
-        return type(a)(a.data, dtype=b.dtype, device=a.device), b
-    return a, b
+    return promoted(a, b)
+
+
+def promoted(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """The tensors in the one dtype PyTorch computes an op on them in (``dtypes.promoted_dtype``);
+    a tensor that carries a gradient is converted by the ``cast`` op, so its gradient flows back."""
+    dtype = promoted_dtype(*(t.data for t in tensors))
+    return tuple(t if t.data.dtype == dtype else apply(Cast, t, dtype=dtype) if t.requires_grad
+                 else type(t)(t.data, dtype=dtype, device=t.device) for t in tensors)

@@ -67,6 +67,7 @@ CALLS: dict[str, dict[str, Callable[[Tensor], Tensor]]] = {
     "split": {"split": lambda x: x.split(1, axis=1)[0]},
     "concat": {"concat": lambda x: concat([x, x])},
     "stack": {"stack": lambda x: stack([x, x])},
+    "cast": {"x + a 0-d float64 (promotion)": lambda x: x + Tensor(np.float64(1.0))},
 }
 
 # results that are no registered op (no gradient), row label → the call

@@ -11,7 +11,26 @@ import numpy as np
 from .base import BROADCAST_CASES, UNARY_CASES, Case, Op
 from .registry import register
 
-__all__ = ["Add", "Div", "Lerp", "Maximum", "Minimum", "Mul", "Neg", "Pow", "Sub"]
+__all__ = ["Add", "Cast", "Div", "Lerp", "Maximum", "Minimum", "Mul", "Neg", "Pow", "Sub"]
+
+
+@register
+class Cast(Op):
+    """y = x in another dtype (what promotion does to an operand: a 0-d float64 beside float32)."""
+
+    name = "cast"
+    formula = {"x": "dx = dy, in x's dtype"}
+    cases = (Case((3, 4), params={"dtype": np.dtype(np.float64)}),)
+
+    @staticmethod
+    def forward(ctx, x, *, dtype):
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The identity on values: the gradient passes, converted back to the input's dtype."""
+        return (grad.astype(ctx.in_dtype, copy=False) if ctx.needs_grad[0] else None,)
 
 
 @register
