@@ -64,6 +64,10 @@ def test_the_mlp_steps_name_x_and_show_plain_cross_entropy(capsys):
     assert "step 3: linear → z (4, 4)  (in fc1)" in out
     assert "note: dL/dz is 0 at the 6 position(s) where z ≤ 0: relu's slope is 0 there" in out
     assert "-0.002352" in out and "0.009633" in out          # dL/d(hidden), four significant digits
+    # what a linear step saved, and which input it is
+    assert "saved: x (the input) = hidden   [value]" in out
+    assert "saved: W (the weight matrix) = fc2.weight   [value]" in out
+    assert "saved: x (the input)   [value]" in out           # fc1's input is x itself: no "= x"
 
 
 def test_label_smoothing_keeps_its_own_formula():

@@ -88,14 +88,14 @@ def step_json(step: Step) -> dict[str, Any]:
     out_axes, in_axes = step.layouts()
     inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name, axes)}
               for name, shape, grad, axes in zip(step.input_names, step.input_shapes, step.sent, in_axes)]
-    labels = step.tensor.node.op.residuals
     shown = {id(inside.array) for inside in step.insides}
     return {
         "index": step.index, "op": step.op, "name": step.name,
         "formula": list(dict.fromkeys(f for f in step.formula if f)),      # *xs: one formula for all
         "module": step.module, "shape": list(step.output_shape),
         "params": [param_text(name, value, step.input_shapes) for name, value in step.params],
-        "saved": [{"label": labels[name], "array": array(value, name, step.saved_axes(value))}
+        "saved": [{"label": step.saved_label(name, value),
+                   "array": array(value, name, step.saved_axes(value))}
                   for name, value in zip(step.saved, step.saved_values) if id(value) not in shown],
         "grad": array(step.grad, step.name, out_axes), "inputs": inputs,
         "parts": [{"source": source, "grad": array(part, step.name, out_axes)}

@@ -123,7 +123,7 @@ class Step:
             for name, value in zip(self.saved, self.saved_values):
                 if id(value) in shown:
                     continue                    # printed below, where backward uses it
-                lines.append(f"  saved: {labels[name]}   [value{_mask_meaning(value)}]")
+                lines.append(f"  saved: {self.saved_label(name, value)}   [value{_mask_meaning(value)}]")
                 lines += format_array(value, name, self.tokens, vocab=self.vocab,
                                       axes=self.saved_axes(value), head=self.head)
         lines.append(f"  gradient arriving, dL/d({self.name}):")
@@ -162,6 +162,16 @@ class Step:
         """The axis names (``layout.axis_names``) of the output and of each input: what the
         leading axes of a 4-D gradient are, (batch, head) or (batch, token)."""
         return axis_names(self.tensor), tuple(axis_names(p) for p in self.tensor.node.parents)
+
+    def saved_label(self, name: str, value: Any) -> str:
+        """How the op labels a saved array, and which input it is when that input has a name of
+        its own: 'x (the input) = hidden', 'W (the weight matrix) = fc2.weight'."""
+        label = self.tensor.node.op.residuals[name]
+        for parent, input_name in zip(self.tensor.node.parents, self.input_names):
+            if parent is not None and parent.data is value and input_name not in ("leaf", "const") \
+                    and not label.startswith(input_name):
+                return f"{label} = {input_name}"
+        return label
 
     def saved_axes(self, value: Any) -> tuple[str, ...] | None:
         """The axis names of a saved array: its input's or the output's when it is their data."""
