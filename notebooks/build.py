@@ -24,7 +24,7 @@ DOCS, NOTEBOOKS = ROOT / "docs", ROOT / "notebooks"
 # ops.md is a generated table and has no notebook.
 LESSON_PAGES = ("how_the_engine_works", "stepper", "softmax", "cross_entropy", "layer_norm",
                 "gradient_checking", "attention", "worked_example", "scaling", "multi_head",
-                "modern_attention", "mistakes", "flash_attention", "language_model")
+                "modern_attention", "real_model", "mistakes", "flash_attention", "language_model")
 
 
 # The first code cell: the repository root as the working folder (pages read examples/ and
