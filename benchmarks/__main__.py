@@ -3,7 +3,8 @@
 Each side of a comparison runs in its own fresh process, warmed up, in interleaved rounds, every
 side first checked against PyTorch's float64 results (``benchmarks/harness.py``). Run from the
 repository root: ``python -m benchmarks`` (several minutes on 2 cores; ``text`` trains nanoGPT's
-laptop model 200 steps on each side and times its step with 1 and all threads), ``--quick`` (a
+laptop model 200 steps on each side and times its step with 1 and all threads; ``smollm`` times forward
++ backward of a SmolLM-135M-shaped model beside transformers), ``--quick`` (a
 smoke test: 2 rounds of each workload at small sizes and 3-step training runs), ``--only mlp
 chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 Each workload is timed once per thread count, ``--threads 1 N`` by default (N: the CPU count): one
@@ -26,7 +27,7 @@ from dataclasses import replace
 
 from .options import add_process_options, apply_process_options, idle_for
 
-WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse", "text")
+WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse", "text", "smollm")
 SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
 INSTALL = {"torch": "python -m pip install torch==2.13.0", "mygrad": "python -m pip install mygrad"}
 
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     apply_process_options(parser, args)     # before NumPy loads its thread pool, here and in the workers
     from .harness import describe_environment, describe_side, format_table
+    from .smollm import smollm_rows
     from .specs import rows
     from .text import STEPS, text_rows
     from .workloads import Settings, compare, peak_memory, train_reverse
@@ -109,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "text" in args.only:     # nanoGPT's laptop model on text beside PyTorch (benchmarks/text.py)
         table += text_rows(sides, 3 if args.quick else STEPS, settings.rounds, settings.target,
                            settings.keep_freed_memory, max(counts))
+    if "smollm" in args.only:   # a SmolLM-135M-shaped model beside transformers (benchmarks/smollm.py)
+        table += smollm_rows(sides, 1 if args.quick else 5, max(counts))
     for (side, threads), info in described.items():
         print(describe_side(side, info, threads if several else None))
     print(f"Each side in its own process; {settings.rounds} interleaved rounds after a warm-up; "

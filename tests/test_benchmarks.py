@@ -43,7 +43,9 @@ def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
                 r"train reverse \(3 steps, quick\) +\| [\d.]+ s .*held-out exact match [\d.]+% on 20",
                 r"nanoGPT laptop config on help-topic text: loss after 3 AdamW steps \(float32\) +\| "
                 r"[\d.]+ \(from 4\.8\d+\)",
-                r"nanoGPT laptop config train step \(Adam\), batch 12 × 64, 1 thread +\| [\d.]+ ms"]
+                r"nanoGPT laptop config train step \(Adam\), batch 12 × 64, 1 thread +\| [\d.]+ ms",
+                r"SmolLM-135M-shaped random model, forward \+ backward on 32 tokens \(float32\), 1 thread "
+                r"+\| [\d.]+ ms, [\d.]+ MB"]
     assert len(rows) == len(expected), out
     for row, pattern in zip(rows, expected):
         assert re.match(r"\| " + pattern, row), (pattern, row)
