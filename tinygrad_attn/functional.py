@@ -693,10 +693,9 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:    
 
 
 def pad(x: Tensor, pad: Any, mode: str = "constant", value: float = 0.0) -> Tensor:
-    """``x.pad(pad, value)``: (before, after) pairs from the last axis backwards; constant mode only."""
-    if mode != "constant":
-        raise ValueError(f"pad: only mode 'constant' is supported, got {mode!r}")
-    return x.pad(pad, value)
+    """``x.pad(pad, mode, value)``: (before, after) pairs from the last axis backwards; "constant",
+    "reflect", "replicate" or "circular"; a negative width crops."""
+    return x.pad(pad, mode, value)
 
 
 def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:

@@ -24,6 +24,7 @@ from .guards.indexing import check_index
 from .guards.shape_arguments import (
     check_index_along,
     check_unflatten,
+    copy_indices,
     expanded_shape,
     interleave_counts,
     pad_widths,
@@ -42,7 +43,7 @@ from .ops.activations import GELU_FORMS, Gelu, Relu, Sigmoid, Silu
 from .ops.arithmetic import Add, Cast, Div, Lerp, Maximum, Minimum, Mul, Neg, Pow, Sub
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
 from .ops.matmul import MatMul
-from .ops.movement import Diagonal, Flip, Pad, Repeat, RepeatInterleave, Roll, Tril, Triu
+from .ops.movement import Diagonal, Flip, Pad, PadCopy, Repeat, RepeatInterleave, Roll, Tril, Triu
 from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, Sign, Trunc
 from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Std, Sum, Var
 from .ops.selection import Gather, GetItem, MaskedFill, ScatterAdd
@@ -511,12 +512,19 @@ class TensorMethods:
         length = self.shape[normalize_axis("chunk", dim, self.ndim)]
         return self.split(max(-(-length // chunks), 1), dim)
 
-    def pad(self, pad: Sequence[int], value: float = 0.0) -> Tensor:
-        """`value` added around the tensor: pad = (before, after) for the last axis, then for the one
-        before it, … (PyTorch's order)."""
-        if self.dtype.kind in "iub" and not np.isfinite(value):
+    def pad(self, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+        """`value` added around the tensor (mode "constant"), or copies of its own elements
+        ("reflect", "replicate", "circular"): pad = (before, after) for the last axis, then for the
+        one before it, … (PyTorch's order); a negative width crops."""
+        widths = pad_widths(self.shape, pad)
+        if mode == "constant" and self.dtype.kind in "iub" and not np.isfinite(value):
             raise ValueError(f"pad: value {value} does not fit a tensor of dtype {self.dtype}")
-        return apply(Pad, self, widths=pad_widths(self.shape, pad), value=value)
+        cropped = tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in zip(widths, self.shape))
+        x = self[cropped] if any(a < 0 or b < 0 for a, b in widths) else self   # a negative width crops
+        widths = tuple((max(a, 0), max(b, 0)) for a, b in widths)
+        if mode != "constant":
+            return apply(PadCopy, x, indices=copy_indices(x.shape, widths, mode))
+        return apply(Pad, x, widths=widths, value=value)
 
     @numpy_spellings
     def gather(self, dim: int, index: Any) -> Tensor:

@@ -54,6 +54,7 @@ CALLS: dict[str, dict[str, Callable[[Tensor], Tensor]]] = {
     "linear": {"F.linear": lambda x: F.linear(x, x.reshape(3, 2))},
     "repeat": {"repeat": lambda x: x.repeat(2, 1)},
     "pad": {"F.pad": lambda x: F.pad(x, (1, 1))},
+    "pad_copy": {"F.pad(mode='reflect')": lambda x: F.pad(x, (1, 1), "reflect")},
     "tril": {"tril": lambda x: x.tril()},
     "triu": {"triu": lambda x: x.triu()},
     "getitem": {"x[i]": lambda x: x[0]},

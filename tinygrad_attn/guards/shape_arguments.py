@@ -14,8 +14,8 @@ from ..errors import IndexOutOfRange, ShapeError
 from .axes import normalize_axes
 from .shapes import Shape, first_out_of_range, sizes_argument, sizes_fit
 
-__all__ = ["check_index_along", "check_unflatten", "expanded_shape", "interleave_counts", "pad_widths",
-           "repeat_counts", "roll_shifts"]
+__all__ = ["PAD_MODES", "check_index_along", "check_unflatten", "copy_indices", "expanded_shape",
+           "interleave_counts", "pad_widths", "repeat_counts", "roll_shifts", "source_indices"]
 
 
 def check_unflatten(shape: Shape, axis: int, sizes: Sequence[int]) -> None:
@@ -78,14 +78,50 @@ def pad_widths(shape: Shape, pad: Sequence[int]) -> tuple[tuple[int, int], ...]:
     widths, one (before, after) pair per axis, first axis first.
 
     Raises:
-        ValueError: "pad: expected pairs of ints ≥ 0, at most two per axis of shape (3,), got (1,)".
+        ValueError: "pad: expected pairs of ints, at most two per axis of shape (3,), got (1,)", or
+            a negative width that crops more than the axis holds.
     """
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) > 2 * len(shape) or any(
-            isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 0 for p in pad):
-        raise ValueError(f"pad: expected pairs of ints ≥ 0, at most two per axis of shape {shape}, got {pad}")
+            isinstance(p, bool) or not isinstance(p, (int, np.integer)) for p in pad):
+        raise ValueError(f"pad: expected pairs of ints, at most two per axis of shape {shape}, got {pad}")
     pairs = [(int(pad[i]), int(pad[i + 1])) for i in range(0, len(pad), 2)][::-1]
-    return ((0, 0),) * (len(shape) - len(pairs)) + tuple(pairs)
+    widths = ((0, 0),) * (len(shape) - len(pairs)) + tuple(pairs)
+    if any(n + a + b < 0 for (a, b), n in zip(widths, shape)):
+        raise ValueError(f"pad: negative widths {pad} crop more than shape {shape} holds")
+    return widths
+
+
+def source_indices(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each position of an axis of length n padded by (before, after) in `mode`, the index of
+    x it copies: reflect mirrors about the end elements (…, 2, 1, [0, 1, …, n−1], n−2, …),
+    replicate repeats them, circular wraps around. A negative width crops."""
+    j = np.arange(-before, n + after)
+    if mode == "reflect":
+        j = np.abs(j)
+        return np.where(j > n - 1, 2 * (n - 1) - j, j)
+    return np.clip(j, 0, n - 1) if mode == "replicate" else j % n
+
+
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def copy_indices(shape: Shape, widths: tuple[tuple[int, int], ...], mode: str) -> tuple[Any, ...]:
+    """``pad``'s source index per padded axis for a copying mode (None for an axis left alone).
+
+    Raises:
+        ValueError: an unknown mode; reflect with a width ≥ the axis' length (PyTorch's limit),
+            circular with a width > it, or an empty axis to copy from.
+    """
+    if mode not in PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {PAD_MODES}, got {mode!r}")
+    limit = {"reflect": lambda n: n - 1, "circular": lambda n: n, "replicate": lambda n: None}[mode]
+    for (before, after), n in zip(widths, shape):
+        if (before or after) and (n == 0 or (limit(n) is not None and max(before, after) > limit(n))):
+            raise ValueError(f"pad: {mode} padding ({before}, {after}) does not fit an axis of length {n} "
+                             f"(shape {shape})")
+    return tuple(None if (before, after) == (0, 0) else source_indices(n, before, after, mode)
+                 for (before, after), n in zip(widths, shape))
 
 
 def roll_shifts(shifts: int | Sequence[int], axis: Any, ndim: int) -> tuple[Any, Any]:

@@ -8,10 +8,11 @@ several outputs.
 
 from __future__ import annotations
 
+from ..guards.shape_arguments import source_indices
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Diagonal", "Flip", "Pad", "Repeat", "RepeatInterleave", "Roll", "Tril", "Triu"]
+__all__ = ["Diagonal", "Flip", "Pad", "PadCopy", "Repeat", "RepeatInterleave", "Roll", "Tril", "Triu"]
 
 
 @register
@@ -130,6 +131,46 @@ class Pad(Op):
         if not ctx.needs_grad[0]:
             return (None,)
         return (grad[tuple(slice(a, n - b) for (a, b), n in zip(ctx.widths, grad.shape))],)
+
+
+@register
+class PadCopy(Op):
+    """y = x padded with copies of its own elements (reflect, replicate or circular): along each
+    padded axis, y[k] = x[index[k]], `indices` holding one source index array per axis (None: kept)."""
+
+    name = "pad_copy"
+    formula = {"x": "dx = dy scatter-added to the elements each position copies (a copied element "
+                    "gathers every copy's gradient)"}
+    cases = (Case((3, 4), params={"indices": (None, source_indices(4, 2, 3, "reflect"))}),
+             Case((3, 4), params={"indices": (source_indices(3, 2, 1, "replicate"), None)}),
+             Case((2, 3), params={"indices": (source_indices(2, 1, 2, "circular"),
+                                              source_indices(3, -1, 2, "circular"))}))
+
+    @staticmethod
+    def forward(ctx, x, *, indices):
+        ctx.in_shape = x.shape
+        for axis, index in enumerate(indices):
+            if index is not None:
+                x = ctx.xp.take(x, ctx.xp.asarray(index), axis=axis)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        """y is a gather of x along each padded axis, so its gradient is the scatter-add back: each
+        element of x receives the sum of the gradients of every position that copied it (an edge
+        element under replicate gets all of its copies'), axis by axis in reverse order."""
+        if not ctx.needs_grad[0]:
+            return (None,)
+        xp = ctx.xp
+        for axis in reversed(range(len(ctx.indices))):
+            index = ctx.indices[axis]
+            if index is None:
+                continue
+            moved = xp.moveaxis(grad, axis, 0)
+            back = xp.zeros((ctx.in_shape[axis],) + moved.shape[1:], dtype=grad.dtype)
+            xp.add.at(back, xp.asarray(index), moved)
+            grad = xp.moveaxis(back, 0, axis)
+        return (grad,)
 
 
 @register
