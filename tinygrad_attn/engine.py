@@ -255,6 +255,9 @@ def _owned(grad: Any, shared: set[int]) -> Any:
     return grad
 
 
+_HALF = np.dtype(np.float16)    # NumPy's dtypes are singletons: `is` is a pointer test, == builds a dtype
+
+
 def unbroadcast(grad: Any, shape: tuple[int, ...], op_name: str = "backward") -> Any:
     """Sum `grad` over the axes that broadcasting added or stretched, giving it `shape`."""
     if grad.shape == shape:
@@ -265,7 +268,7 @@ def unbroadcast(grad: Any, shape: tuple[int, ...], op_name: str = "backward") ->
         raise ShapeError(f"{op_name}: gradient of shape {tuple(grad.shape)} cannot be reduced "
                          f"to its input's shape {tuple(shape)}")
     stretched = tuple(extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
-    if grad.dtype == np.float16:    # accumulated in float32, as PyTorch (in float16, 2048 + 1 is 2048)
+    if grad.dtype is _HALF:     # accumulated in float32, as PyTorch (in float16, 2048 + 1 is 2048)
         wide = grad.astype(np.float32).sum(axis=tuple(range(extra)) + stretched, keepdims=True)
         return wide.reshape(shape).astype(np.float16)
     if not stretched and grad.size and grad.flags.c_contiguous:     # only leading axes added (a bias)

@@ -14,10 +14,12 @@ from ..backend import ones
 
 __all__ = ["colsum", "rowsum"]
 
+_HALF = np.dtype(np.float16)    # NumPy's dtypes are singletons: `is` is a pointer test
+
 
 def rowsum(xp: Any, x: Any) -> Any:
     """Σⱼ x[..., j], shaped (..., 1): x · 1 (float16 accumulated in float32)."""
-    if x.dtype == np.float16:
+    if x.dtype is _HALF:
         return rowsum(xp, x.astype(np.float32)).astype(np.float16)
     if x.dtype.kind != "f":
         return x.sum(axis=-1, keepdims=True)
@@ -27,7 +29,7 @@ def rowsum(xp: Any, x: Any) -> Any:
 def colsum(xp: Any, x: Any) -> Any:
     """Σᵢ x[i, :] of a matrix x (r, k), shaped (k,): 1ᵀ x, from 64 rows (below that NumPy's sum
     is quicker: 0.8 against 1.4 µs at 8 rows); float16 accumulated in float32."""
-    if x.dtype == np.float16:
+    if x.dtype is _HALF:
         return colsum(xp, x.astype(np.float32)).astype(np.float16)
     if x.dtype.kind != "f" or x.shape[0] < 64:
         return x.sum(axis=0)
