@@ -132,6 +132,16 @@ class Max(Op):
         return _shared_among_ties(ctx, grad)
 
 
+def _centered_and_variance(ctx, x, axis, keepdims, correction):
+    """x − μ and Σ (x − μ)² / max(0, n − correction) over `axis` (in float32 for float16), for var
+    and std; records the input's shape and n − correction on ctx for their backward."""
+    ctx.in_shape = x.shape
+    ctx.divisor = _count(x.shape, axis) - correction
+    wide = single_for_half(x)[0]
+    centered = wide - _mean(wide, axis, keepdims=True)
+    return centered, _mean(centered * centered, axis, keepdims, correction)
+
+
 @register
 class Var(Op):
     """y = Σ (x − μ)² / max(0, n − correction) over `axis`: correction 1 (``Tensor.var``'s default,
@@ -145,12 +155,9 @@ class Var(Op):
 
     @staticmethod
     def forward(ctx, x, *, axis, keepdims, correction=0):
-        ctx.in_shape = x.shape
-        ctx.divisor = _count(x.shape, axis) - correction
-        wide = single_for_half(x)[0]
-        centered = wide - _mean(wide, axis, keepdims=True)
+        centered, variance = _centered_and_variance(ctx, x, axis, keepdims, correction)
         ctx.save(centered=centered)
-        return cast_back(_mean(centered * centered, axis, keepdims, correction), x.dtype)
+        return cast_back(variance, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -176,11 +183,8 @@ class Std(Op):
 
     @staticmethod
     def forward(ctx, x, *, axis, keepdims, correction=0):
-        ctx.in_shape = x.shape
-        ctx.divisor = _count(x.shape, axis) - correction
-        wide = single_for_half(x)[0]
-        centered = wide - _mean(wide, axis, keepdims=True)
-        y = ctx.xp.sqrt(_mean(centered * centered, axis, keepdims, correction))
+        centered, variance = _centered_and_variance(ctx, x, axis, keepdims, correction)
+        y = ctx.xp.sqrt(variance)
         ctx.save(centered=centered, y=y)
         return cast_back(y, x.dtype)
 
