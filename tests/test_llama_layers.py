@@ -104,3 +104,40 @@ def test_dropout_on_grouped_weights_multiplies_each_kv_head_with_its_group(monke
     monkeypatch.setattr(F, "dropout", lambda weights, p: weights)
     mha.train()
     np.testing.assert_allclose(mha(x, is_causal=True).numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tied_head_gradient_is_both_uses_summed(rng):
+    """A tied head's logits = x Eᵀ: E's gradient is the head's Gᵀ x plus the embedding's scatter
+    of the rows it looked up, each checked against NumPy."""
+    emb = nn.Embedding(7, 4)
+    emb.weight.data[:] = rng.standard_normal((7, 4))
+    head = nn.TiedHead(emb)
+    ids = np.array([[1, 3, 3, 6]])
+    logits = head(emb(ids))
+    cotangent = rng.standard_normal(logits.shape)
+    (logits * ta.Tensor(cotangent)).sum().backward()
+    E, G = emb.weight.data, cotangent[0]
+    expected = G.T @ E[ids[0]]                                      # the head's use: Gᵀ x
+    np.add.at(expected, ids[0], G @ E)                              # the lookup's: dx = G E, scattered
+    np.testing.assert_allclose(emb.weight.grad, expected, rtol=1e-6, atol=1e-6)
+    E64 = ta.Tensor(rng.standard_normal((7, 4)), requires_grad=True)
+    assert ta.gradcheck(lambda e: F.linear(e[ta.Tensor(ids)], e.swapaxes(0, 1)), [E64])
+
+
+def test_linear_makes_a_transposed_weights_gradient_in_its_layout(rng):
+    """linear's dW for a Fortran-ordered weight (Eᵀ of a tied head) comes out Fortran-ordered, so
+    that the transpose back to E is C-ordered and adds to the lookup's gradient row by row; the
+    values equal those for the same weight C-ordered."""
+    from tinygrad_attn.ops.base import Context
+    from tinygrad_attn.ops.registry import REGISTRY
+
+    linear = REGISTRY["linear"]
+    x, grad = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 5))
+    w = rng.standard_normal((4, 5))
+    grads = {}
+    for layout, weight in (("C", w), ("F", np.asfortranarray(w))):
+        ctx = Context(np, (True, True, False), {})
+        linear.forward(ctx, x, weight, None)
+        grads[layout] = linear.backward(ctx, grad)
+    np.testing.assert_allclose(grads["F"][1], grads["C"][1], rtol=1e-12)
+    assert grads["F"][1].flags.f_contiguous and grads["C"][1].flags.c_contiguous
