@@ -100,6 +100,16 @@ class InterruptingTask(type(get_task("copy"))):
 
 
 def test_ctrl_c_inside_a_step_takes_effect_after_it_and_twice_at_once():
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, also when the suite was started in the
+    # background of a non-interactive shell, which ignores SIGINT (the test then saw no interrupt).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_inside_a_step()
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _ctrl_c_inside_a_step():
     whole = make_model("copy", TINY)
     reference = train(whole, "copy", TINY, stop_after=3)
     model = make_model("copy", TINY)
