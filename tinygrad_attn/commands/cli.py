@@ -3,7 +3,8 @@
 Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
 its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
 its default. Output piped into a reader that stops early (``| head``) ends quietly, and so does
-Ctrl-C that no command handles (while the commands' modules load).
+Ctrl-C that no command handles (while the commands' modules load); a Ctrl-C while the package
+itself loads is caught before this module runs (``startup_interrupt``, ``tinygrad_attn_cli``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+
+from ..startup_interrupt import starting_done
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -32,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        starting_done()                 # `python -m`: from here a Ctrl-C is a KeyboardInterrupt again
         parser = build_parser()         # imports every command's module
         args = parser.parse_args(argv)
         if args.command is None:
