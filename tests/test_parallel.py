@@ -156,3 +156,27 @@ def test_blas_threads_are_given_back_after_a_split():
         assert during == [1, 1] and get() == 2
     finally:
         put(before)
+
+
+def test_a_split_started_while_another_thread_splits_runs_whole():
+    parallel.set_threads(2)
+    inside, release, second = threading.Event(), threading.Event(), []
+
+    def first_body(index):
+        inside.set()
+        assert release.wait(timeout=10)
+        return index
+
+    first = []
+    caller = threading.Thread(target=lambda: first.append(parallel.over_batch(first_body, (4,),
+                                                                                 work=parallel.MIN_WORK)))
+    caller.start()
+    try:
+        assert inside.wait(timeout=10)
+        second.append(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK))
+    finally:
+        release.set()
+        caller.join(timeout=10)
+    assert second == [[()]]                            # the helpers were taken: one piece, this thread
+    assert first == [[(slice(0, 2),), (slice(2, 4),)]]
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [(slice(0, 2),), (slice(2, 4),)]
