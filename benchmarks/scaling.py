@@ -1,6 +1,7 @@
 """Our side alone with 1, 2, … threads: the scaling table of ``tinygrad_attn.parallel``.
 
     python -m benchmarks.scaling [--threads 1 2] [--only attention flash train] [--rounds 10]
+                                 [--no-keep-freed-memory]
 
 One process builds each workload once (float32) and times it with each thread count in turn,
 round after round, so that the machine's load lands on every count alike: each count sets
@@ -10,6 +11,8 @@ thread's CPU time with every split counted as its slowest piece. On a machine wh
 the wall time approaches the critical path; on a loaded machine (more runnable threads than
 cores) the wall time says more about the scheduler than about the split, and the critical path,
 measured in CPU time, is what the split can give. The load average is printed with the table.
+As in ``python -m benchmarks``, glibc's malloc keeps freed memory for reuse (``--no-keep-freed-memory``
+for its own thresholds, under which a third of an n = 256 attention step is page faults).
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="thread counts (default: 1 and the CPU count)")
     parser.add_argument("--only", nargs="+", choices=KEYS, default=list(KEYS))
     parser.add_argument("--rounds", type=int, default=10, help="rounds per workload (default 10)")
+    parser.add_argument("--keep-freed-memory", action=argparse.BooleanOptionalAction, default=True,
+                        help="glibc keeps freed memory for reuse, as `tinygrad-attn train` and "
+                             "python -m benchmarks set it (default: yes)")
     args = parser.parse_args(argv)
     args.threads = sorted(set(args.threads))
     if min(args.threads) < 1 or args.rounds < 1:
@@ -75,13 +81,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
 
     from tinygrad_attn import parallel
+    from tinygrad_attn.training.host_memory import keep_freed_memory
 
     from . import specs
     from .sides import ours
     blas = parallel.openblas()
     blas_before = None if blas is None else blas[0]()
+    kept = args.keep_freed_memory and keep_freed_memory()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"OpenBLAS: {'found' if blas else 'not found (its threads stay as set)'}")
+          f"OpenBLAS: {'found' if blas else 'not found (its threads stay as set)'}; "
+          f"glibc malloc keeps freed memory: {'yes' if kept else 'no'}")
     print("| workload | threads | wall ms a step | CPU ms a step | critical path, CPU ms | "
           "wall vs 1 thread |\n|---|---|---|---|---|---|")
     path = CriticalPath(parallel)

@@ -234,8 +234,11 @@ def test_scaling_prints_a_row_per_thread_count_and_puts_the_settings_back(capsys
     blas = parallel.openblas()
     before = None if blas is None else blas[0]()
     run_piece = parallel._run_piece
-    assert scaling.main(["--only", "attention", "--rounds", "1", "--threads", "2", "1"]) == 0
+    # (--no-keep-freed-memory: this test's process keeps glibc's own malloc settings)
+    assert scaling.main(["--only", "attention", "--rounds", "1", "--threads", "2", "1",
+                         "--no-keep-freed-memory"]) == 0
     out = capsys.readouterr().out
+    assert "glibc malloc keeps freed memory: no" in out
     for threads in (1, 2):
         assert re.search(rf"\| causal attention n = 256, 4 heads, d 64, fwd \+ bwd \| {threads} \| [\d.]+ \| "
                          r"[\d.]+ \| [\d.]+ \| [\d.]+× \|", out), out
