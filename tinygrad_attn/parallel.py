@@ -102,7 +102,8 @@ class _Helper:
     def finish(self) -> tuple:
         """(True, result) or (False, error), once the piece is done."""
         self.done.acquire()
-        return self.outcome
+        outcome, self.outcome = self.outcome, ()       # the helper keeps no reference to the result
+        return outcome
 
 
 _helpers: list[_Helper] = []
