@@ -180,3 +180,16 @@ def test_a_split_started_while_another_thread_splits_runs_whole():
     assert second == [[()]]                            # the helpers were taken: one piece, this thread
     assert first == [[(slice(0, 2),), (slice(2, 4),)]]
     assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [(slice(0, 2),), (slice(2, 4),)]
+
+
+def test_the_cut_axis_gives_the_smallest_largest_piece():
+    assert parallel.split_axis((1, 4)) == 1                     # the only axis that can be cut
+    assert parallel.split_axis((2, 4), threads=2) == 0          # halves either way: the first
+    assert parallel.split_axis((2, 4), threads=4) == 1          # quarters, not halves
+    assert parallel.split_axis((2, 3), threads=4) == 1          # thirds, not halves
+    assert parallel.split_axis((64, 4), threads=8) == 0
+    assert parallel.split_axis((3, 2), fixed=0) == 1            # a summed axis is never cut
+    assert parallel.split_axis((1, 1)) is None
+    parallel.set_threads(4)
+    assert parallel.over_batch(lambda i: i, (2, 4), work=parallel.MIN_WORK) == [
+        (slice(None), slice(a, a + 1)) for a in range(4)]

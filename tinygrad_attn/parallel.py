@@ -172,13 +172,19 @@ def _run_piece(body: Callable[[tuple], T], index: tuple) -> T:
         _worker.busy = False
 
 
-def split_axis(batch: tuple[int, ...], fixed: int | None = None) -> int | None:
-    """The batch axis the pieces are cut along: the first of size ≥ 2 other than `fixed` (an axis
-    whose results are summed, such as the group of query heads sharing a kv head), or None."""
+def split_axis(batch: tuple[int, ...], fixed: int | None = None, threads: int = 2) -> int | None:
+    """The batch axis the pieces are cut along, or None: of the axes of size ≥ 2 other than `fixed`
+    (an axis whose results are summed, such as the group of query heads sharing a kv head), the
+    one whose largest piece among `threads` is the smallest share of the batch (the first of
+    those that tie). Batch (2, 4) among 4 threads is cut along its 4 heads (a quarter each), not
+    its 2 rows (half each): with more threads than cores the slowest piece sets the time."""
+    best, best_share = None, 1.0
     for axis, size in enumerate(batch):
         if size >= 2 and axis != fixed:
-            return axis
-    return None
+            share = -(-size // min(threads, size)) / size       # ⌈size / pieces⌉ / size
+            if share < best_share:
+                best, best_share = axis, share
+    return best
 
 
 def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *, xp: Any = None,
@@ -190,7 +196,7 @@ def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *,
     split_axis). Called from inside a piece, the body runs whole on that thread.
     """
     threads = get_threads()
-    axis = split_axis(batch, fixed)
+    axis = split_axis(batch, fixed, threads)
     if (threads == 1 or axis is None or work < MIN_WORK or getattr(_worker, "busy", False)
             or (xp is not None and xp.__name__ != "numpy")):
         return [body(())]
