@@ -1,12 +1,15 @@
 """Sampling the next token with a temperature and top-k: the distribution it draws from, seeded
 reproducibility, generating past the context, and the `sample` command on a text run."""
 
+import sys
+
 import numpy as np
 import pytest
 
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.nn.sampling import generate_beyond_context, next_token
+from tinygrad_attn.training import load_run
 
 LOGITS = np.array([[2.0, 0.5, -1.0, 1.0, 0.0]])
 
@@ -67,6 +70,38 @@ def test_generation_goes_on_past_the_context_with_its_last_half():
         generate_beyond_context(model, np.zeros(8, dtype=int), 1)
 
 
+def _recording_forwards(monkeypatch, events):
+    """Every forward pass of generation (the prompt's, then one position per token) noted in `events`."""
+    real = TinyTransformer._logits
+
+    def recording(self, *args):
+        events.append("forward")
+        return real(self, *args)
+    monkeypatch.setattr(TinyTransformer, "_logits", recording)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_on_token_gets_each_token_as_soon_as_it_is_chosen(monkeypatch, batch):
+    model, events = _model(), []
+    prompt = np.array([[1, 2, 3], [4, 0, 6]]) if batch else np.array([1, 2, 3])
+    expected = model.generate(prompt, 6, temperature=1.0, rng=np.random.default_rng(5)).numpy()
+    _recording_forwards(monkeypatch, events)
+    out = model.generate(prompt, 6, temperature=1.0, rng=np.random.default_rng(5),
+                         on_token=lambda token: events.append(np.asarray(token).tolist()))
+    np.testing.assert_array_equal(out.numpy(), expected)          # the callback changes nothing
+    new = expected[..., 3:].T.tolist()                              # per step: a row's id, or each row's
+    assert events == ["forward", new[0]] + [e for t in new[1:] for e in ("forward", t)]
+
+
+def test_on_token_follows_generation_past_the_context():
+    model, got = _model(max_len=8), []
+    ids = generate_beyond_context(model, np.array([4, 1]), 20, temperature=1.0, top_k=3,
+                                  rng=np.random.default_rng(2), on_token=got.append)
+    assert got == ids[2:].tolist()
+    np.testing.assert_array_equal(ids, generate_beyond_context(model, np.array([4, 1]), 20, temperature=1.0,
+                                                               top_k=3, rng=np.random.default_rng(2)))
+
+
 @pytest.fixture(scope="module")
 def text_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("text")
@@ -91,6 +126,41 @@ def test_sample_command_continues_a_prompt_reproducibly_with_a_seed(text_run, ca
     assert cli.main(["sample", str(text_run / "checkpoint.npz"), "the", "--temperature", "0",
                      "--max-new-tokens", "5"]) == 0
     assert len(capsys.readouterr().out) == 3 + 5 + 1
+
+
+class _Terminal:
+    """sys.stdout that notes each write and flush in `events`, in order with the forward passes."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def write(self, text):
+        if text:
+            self.events.append(("write", text))
+        return len(text)
+
+    def flush(self):
+        self.events.append("flush")
+
+
+def test_sample_command_prints_each_token_before_the_next_is_computed(text_run, monkeypatch):
+    """Past the context too (16 tokens a stretch), and the whole text as generating it at once."""
+    events = []
+    _recording_forwards(monkeypatch, events)
+    monkeypatch.setattr(sys, "stdout", _Terminal(events))
+    assert cli.main(["sample", str(text_run), "the c", "--max-new-tokens", "30", "--temperature", "1.0",
+                     "--top-k", "5", "--seed", "3"]) == 0
+    shown = events[events.index(("write", "the c")):]          # the run's loading ran forwards too
+    model, _, _, task = load_run(text_run)
+    ids = generate_beyond_context(model, np.array(task.tokenizer.encode("the c")), 30, 1.0, 5,
+                                  np.random.default_rng(3))
+    assert "".join(e[1] for e in shown if e[0] == "write") == task.tokenizer.decode(ids.tolist()) + "\n"
+    stretches = [11, 8, 8, 3]            # a new forward of the kept half (8 tokens) starts each stretch
+    expected, chars = [("write", "the c"), "flush"], iter(task.tokenizer.decode(ids[5:].tolist()))
+    for new in stretches:
+        for _ in range(new):
+            expected += ["forward", ("write", next(chars)), "flush"]
+    assert shown == expected + [("write", "\n")]
 
 
 @pytest.mark.parametrize("flags, message", [

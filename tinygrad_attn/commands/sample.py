@@ -4,7 +4,9 @@ A toy-task run answers one input greedily (``sample runs/copy "3 1 2"``); a text
 prompt, sampling each token from softmax(logits / temperature) over the top-k most likely ones
 (``sample runs/text "def f" --max-new-tokens 300 --temperature 0.8 --top-k 20 --seed 1``; temperature
 0 always takes the most likely token). A Hugging Face model folder continues a text greedily unless
-given a temperature (``sample --model PATH "The capital of France is" --max-new-tokens 20``).
+given a temperature (``sample --model PATH "The capital of France is" --max-new-tokens 20``). A text
+is printed as it is written: each token as soon as it is chosen (with the key/value cache, one
+position's work per token), a character cut across tokens once it is whole.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
 from ..nn.sampling import check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
+from ..text import TextStream
 from ..training import answer, load_run
 from ..training.tasks import Task, decode
 from ..training.text_task import TextTask
@@ -98,9 +101,19 @@ def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namesp
         raise ValueError(f"the prompt is {len(prompt)} tokens; this model reads {task.block_size} at "
                          f"once, so give at most {task.block_size - 1}")
     rng = np.random.default_rng(args.seed)
-    ids = generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng)
-    print(task.tokenizer.decode(ids.tolist()))
+    stream = TextStream(task.tokenizer)
+    _write_now(stream.add(prompt))
+    generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng,
+                            on_token=lambda token: _write_now(stream.add([token])))
+    print(stream.finish())
     return 0
+
+
+def _write_now(text: str) -> None:
+    """Print `text` without a newline and show it at once (a token as soon as it is chosen)."""
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

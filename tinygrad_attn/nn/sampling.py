@@ -19,6 +19,8 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -60,11 +62,12 @@ def next_token(logits: np.ndarray, temperature: float = 0.0, top_k: int | None =
 
 
 def generate_beyond_context(model, ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0,
-                            top_k: int | None = None, rng: np.random.Generator | None = None) -> np.ndarray:
+                            top_k: int | None = None, rng: np.random.Generator | None = None,
+                            on_token: Callable[[Any], object] | None = None) -> np.ndarray:
     """``model.generate`` for one prompt (seq,), continued past the model's ``max_len``: once the
     context is full, its last half is the prompt of the next stretch (so every token is chosen
     seeing at least max_len / 2 tokens before it, or all of them). Returns the prompt and the
-    new ids, (seq + max_new_tokens,).
+    new ids, (seq + max_new_tokens,); `on_token`, if given, gets each new id as it is chosen.
 
     Raises:
         ValueError: the prompt is longer than max_len − 1 (no room for a new token).
@@ -77,7 +80,8 @@ def generate_beyond_context(model, ids: np.ndarray, max_new_tokens: int, tempera
     while max_new_tokens > 0:
         context = ids if len(ids) < model.max_len else ids[-keep:]
         new = min(max_new_tokens, model.max_len - len(context))
-        out = model.generate(context, new, temperature=temperature, top_k=top_k, rng=rng).numpy()
+        out = model.generate(context, new, temperature=temperature, top_k=top_k, rng=rng,
+                             on_token=on_token).numpy()
         ids = np.concatenate([ids, out[len(context):]])
         max_new_tokens -= new
     return ids

@@ -7,6 +7,7 @@ than query heads (grouped-query attention), and a sliding attention window.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -249,7 +250,8 @@ class TinyTransformer(Module):
         return logits
 
     def generate(self, ids: Any, max_new_tokens: int, temperature: float = 0.0, top_k: int | None = None,
-                 rng: np.random.Generator | None = None) -> Tensor:
+                 rng: np.random.Generator | None = None,
+                 on_token: Callable[[Any], object] | None = None) -> Tensor:
         """Greedy decoding, or sampling: the prompt followed by `max_new_tokens` new tokens.
 
         Each block keeps the keys and values of earlier tokens (a key/value cache), so every new
@@ -264,6 +266,9 @@ class TinyTransformer(Module):
                 from softmax(logits / temperature) (``nn.sampling.next_token``).
             top_k: when sampling, draw among the k most likely tokens only (None: all).
             rng: the NumPy generator sampling draws from; default the library's (``manual_seed``).
+            on_token: called with each new token as soon as it is chosen, before the next one is
+                computed (to show a text as it is written): its id, a NumPy integer, for a (seq,)
+                prompt; the ids of every row, (batch,), for a batch. It runs without grad.
 
         Returns:
             An integer Tensor of the same rank as `ids`: (batch, seq + max_new_tokens), on the
@@ -305,6 +310,9 @@ class TinyTransformer(Module):
                         token = to_device(next_token(to_numpy(last), temperature, top_k, rng)[:, None],
                                           device)
                     tokens.append(token)
+                    if on_token is not None:
+                        chosen = to_numpy(token[:, 0])                          # (B,) on the host
+                        on_token(chosen[0] if single else chosen)
                     if step + 1 < max_new_tokens:
                         logits = self._logits(token, prompt.shape[1] + step, caches)  # (B, 1, V)
         finally:
