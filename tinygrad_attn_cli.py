@@ -1,22 +1,38 @@
 """The installed ``tinygrad-attn`` command: the command line of ``tinygrad_attn.commands.cli``,
-with a Ctrl-C while the package loads (NumPy and the modules take a few tenths of a second)
+with a Ctrl-C while the package loads (NumPy and every module take a few tenths of a second)
 ending in one line, ``interrupted``, and exit code 130, as every later Ctrl-C does.
 
 It lives beside the package, not in it, because importing any module of the package runs the
-package's ``__init__`` first: only here can its import be interrupted without changing what
-``import tinygrad_attn`` does elsewhere (a KeyboardInterrupt there propagates as usual).
+package's ``__init__`` first: only from here can the package's import be covered without changing
+what ``import tinygrad_attn`` does elsewhere (a KeyboardInterrupt there propagates as usual).
+While it loads, Ctrl-C ends the process from its signal handler, since a KeyboardInterrupt raised
+inside an import can come out as another error (NumPy's C modules turn it into an ImportError);
+``commands.cli.main`` gives Ctrl-C back to the command once loaded
+(``tinygrad_attn.startup_interrupt``, which does the same for ``python -m tinygrad_attn``).
 """
 
+import os
+import signal
 import sys
 
 __all__ = ["main"]
 
 
+def _say_interrupted_and_exit(signum, frame) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)        # a second Ctrl-C while leaving changes nothing
+    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+# The mark tinygrad_attn.startup_interrupt.starting_done looks for (LOADING_MARK there).
+_say_interrupted_and_exit.ends_the_command_while_it_loads = True
+
+
 def main() -> int:
-    """Load the command line and run it on ``sys.argv``; the exit code."""
-    try:
-        from tinygrad_attn.commands.cli import main as command_line
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    """Load the command line and run it on ``sys.argv``; the exit code. A Ctrl-C that Python was
+    told to ignore (a background job) stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _say_interrupted_and_exit)
+    from tinygrad_attn.commands.cli import main as command_line
     return command_line()

@@ -3,8 +3,10 @@
 Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
 its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
 its default. Output piped into a reader that stops early (``| head``) ends quietly, and so does
-Ctrl-C that no command handles (while the commands' modules load); a Ctrl-C while the package
-itself loads is caught before this module runs (``startup_interrupt``, ``tinygrad_attn_cli``).
+Ctrl-C that no command handles (while the commands' modules load). Started as a command
+(``tinygrad-attn``, ``python -m tinygrad_attn``), a Ctrl-C before the command runs, while the
+package loads too, ends the process from its signal handler with the same line
+(``startup_interrupt``, ``tinygrad_attn_cli``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        starting_done()                 # `python -m`: from here a Ctrl-C is a KeyboardInterrupt again
         parser = build_parser()         # imports every command's module
         args = parser.parse_args(argv)
+        starting_done()                 # the command loaded: from here a Ctrl-C is a KeyboardInterrupt
         if args.command is None:
             parser.print_help()
             return 0
