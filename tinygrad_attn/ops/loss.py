@@ -100,11 +100,19 @@ class CrossEntropy(Op):
             return (None, *nones)
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
-        target = xp.arange(probs.shape[-1]) == safe                          # (..., C) one-hot
-        if ctx.smoothing:
-            target = (1 - ctx.smoothing) * target + ctx.smoothing / probs.shape[-1]
+        classes = probs.shape[-1]
         scale = _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)
-        return ((probs - target) * scale, *nones)
+        if ctx.smoothing:
+            target = (1 - ctx.smoothing) * (xp.arange(classes) == safe) + ctx.smoothing / classes
+            return ((probs - target) * scale, *nones)
+        # (P − one_hot)·dℓ as P·dℓ with dℓ taken off each position's target entry: one full pass
+        # instead of three (the one-hot, the difference, the product): this backward's own time
+        # 168 → 73 µs in the text step (768 × 103 logits), 11 µs either way in the MLP 784 step,
+        # 8 → 9 µs in MLP 16's (one thread, interleaved with the other form in one process).
+        grad_logits = probs * scale
+        per_row = grad_logits.reshape(safe.size, classes)   # a view: the product is a fresh array
+        per_row[xp.arange(safe.size), safe.reshape(-1)] -= scale.reshape(-1) if scale.ndim else scale
+        return (grad_logits, *nones)
 
 
 def _weighted(xp, losses, weight, safe, counted, dtype):
