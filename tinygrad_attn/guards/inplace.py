@@ -66,8 +66,10 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
         if array is out:
             index = None
         else:
-            index = _owner(array, inputs)
-            if index is None:
+            for index, t in enumerate(inputs):  # noqa: B007 -- `index` is read after the break
+                if t is not None and t.data is array:     # the first input whose data is `array`
+                    break
+            else:
                 continue                    # a private residual, or None
             producer = inputs[index].node
             if producer is not None:
@@ -78,16 +80,14 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
             if seen is array:
                 break                       # saved twice (x * x): watched once
         else:
-            watched.append((index, array, fingerprint(array) if then is None else then))
+            # fingerprint(array) with its commonest case inline, as are the input lookup here and
+            # the bytes comparison in check_unchanged: 0.3 µs of a 7.6 µs chain op (200 small
+            # ops; own time of the two functions, interleaved with the plain calls in one process)
+            if then is None:
+                then = array.tobytes() if type(array) is np.ndarray and array.nbytes <= _SMALL_BYTES \
+                    else fingerprint(array)
+            watched.append((index, array, then))
     return tuple(watched)
-
-
-def _owner(array: Any, inputs: tuple) -> int | None:
-    """The index of the first input whose data is `array`, else None."""
-    for index, t in enumerate(inputs):
-        if t is not None and t.data is array:
-            return index
-    return None
 
 
 def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
@@ -98,11 +98,13 @@ def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
     saved by two nodes is read once); the arrays are alive, held by their nodes, so ids are stable.
     """
     for index, array, then in node.watched:
-        if id(array) in verified:
+        key = id(array)
+        if key in verified:
             continue
-        if fingerprint(array) != then:     # bytes, or a NumPy or CuPy sum (one number read back)
+        now = array.tobytes() if type(then) is bytes and type(array) is np.ndarray else fingerprint(array)
+        if now != then:                     # bytes, or a NumPy or CuPy sum (one number read back)
             _refuse(node, output, index, array)
-        verified.add(id(array))
+        verified.add(key)
 
 
 def _refuse(node: Node, output: Tensor, index: int | None, array: Any) -> None:
