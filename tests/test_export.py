@@ -10,6 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from hf_models import exact_float64  # noqa: E402
+
 import tinygrad_attn as ta  # noqa: E402
 from tinygrad_attn.commands.cli import main  # noqa: E402
 from tinygrad_attn.errors import CheckpointError  # noqa: E402
@@ -42,11 +44,49 @@ def test_export_a_run_and_load_it_in_transformers(tmp_path, capsys):
     np.testing.assert_allclose(again(ids).numpy(), expected, rtol=0, atol=1e-4)
 
 
-def test_llama_runs_with_a_head_bias_are_refused_by_name(tmp_path, capsys):
-    saved_run(tmp_path / "run", arch="llama")
+def test_a_llama_run_exports_as_a_llama_folder_with_the_same_logits(tmp_path, capsys, monkeypatch):
+    """Trained by the command (float32), compared in float64: the same float32 weights on both sides."""
+    run, out = tmp_path / "run", tmp_path / "out"
+    assert main(["train", "reverse", "--arch", "llama", "--steps", "3", "--d-model", "16", "--heads", "2",
+                 "--layers", "2", "--batch-size", "8", "--eval-size", "10", "--out", str(run)]) == 0
+    assert main(["export", str(run), str(out)]) == 0
+    assert "a llama model of" in capsys.readouterr().out
+    config = json.loads((out / "config.json").read_text())
+    assert (config["num_key_value_heads"], config["attention_bias"], config["tie_word_embeddings"]) == \
+        (1, True, False)
+    exact_float64(monkeypatch)
+    ta.set_default_dtype(np.float64)
+    try:
+        ours, tokenizer = ta.load_pretrained(run)
+        assert ours.head.bias is None and ours.tok_emb.weight.dtype == np.float64
+        theirs = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float64,
+                                                                   attn_implementation="sdpa").eval()
+        ids = np.array([tokenizer.encode("3 1 4 1 5 9 2 |"), tokenizer.encode("2 7 1 8 2 8 1 |")])
+        expected = ours(ids).numpy()
+        np.testing.assert_allclose(theirs(torch.tensor(ids)).logits.detach().numpy(), expected,
+                                   rtol=0, atol=1e-10)
+        again, _ = ta.load_pretrained(out)
+        np.testing.assert_allclose(again(ids).numpy(), expected, rtol=0, atol=1e-10)
+    finally:
+        ta.set_default_dtype(np.float32)
+
+
+def test_an_older_llama_run_with_a_head_bias_says_why_it_cannot_export_and_what_to_do(tmp_path, capsys):
+    """--arch llama runs had an LM-head bias before they followed Llama: they still load, sample and
+    resume exactly, but no Hugging Face llama folder can hold that bias."""
+    config = TrainConfig(d_model=16, num_heads=2, num_layers=1, arch="llama")
+    model = make_model("reverse", config, head_bias=True)               # as those runs were built
+    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config,
+             get_task("reverse"))
     assert main(["export", str(tmp_path / "run"), str(tmp_path / "out")]) == 2
-    assert "RMSNorm has no bias to fold it into" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    assert err.startswith("tinygrad-attn export: save_pretrained: the LM head has a bias, which no llama, "
+                          "mistral or qwen2 checkpoint holds, and RMSNorm has no bias to fold it into")
+    assert "train it again with this version, whose llama models have no head bias" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+    loaded, _ = ta.load_pretrained(tmp_path / "run")
+    ids = np.array([[3, 1, 4, 12]])
+    np.testing.assert_array_equal(loaded(ids).numpy(), model(ids).numpy())
     with pytest.raises(CheckpointError, match="no such folder"):
         ta.load_pretrained(tmp_path / "nowhere")
 

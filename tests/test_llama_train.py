@@ -9,7 +9,7 @@ import pytest
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import RMSNorm, SwiGLU
 from tinygrad_attn.training import checkpoint
-from tinygrad_attn.training.config import TrainConfig
+from tinygrad_attn.training.config import ARCHS, TrainConfig
 from tinygrad_attn.training.loop import make_model
 from tinygrad_attn.training.saved_run import load_run
 
@@ -53,3 +53,24 @@ def test_a_checkpoint_without_arch_is_the_default_architecture(tmp_path):
     run = load_run(path)
     assert run.config.arch == "default" and run.model.pos_emb is not None
     np.testing.assert_array_equal(run.model.pos_emb.weight.numpy(), arrays["model/pos_emb.weight"])
+
+
+def test_llama_runs_have_no_head_bias_and_older_ones_with_it_resume_exactly(tmp_path, monkeypatch, capsys):
+    """--arch llama models used to have an LM-head bias (no Hugging Face llama folder holds one).
+    A run saved then is rebuilt with it: stopped and resumed, it repeats the uninterrupted run's
+    losses exactly."""
+    llama = TrainConfig(d_model=16, num_heads=2, num_layers=1, arch="llama")
+    assert make_model("copy", llama).head.bias is None
+    flags = ["train", "copy", "--arch", "llama", "--steps", "6", *SMALL]
+    with monkeypatch.context() as earlier:
+        earlier.setitem(ARCHS["llama"], "head_bias", True)             # how those runs were built
+        assert cli.main([*flags, "--out", str(tmp_path / "whole")]) == 0
+        assert cli.main([*flags, "--stop-after", "3", "--out", str(tmp_path / "cut")]) == 0
+    assert "model/head.bias" in checkpoint.load(tmp_path / "cut" / "checkpoint.npz")[0]
+    assert cli.main(["train", "copy", "--resume", str(tmp_path / "cut")]) == 0
+    capsys.readouterr()
+    cut, whole = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("cut", "whole"))
+    assert len(cut["loss"]) == 6 and cut["loss"] == whole["loss"] and cut["grad_norm"] == whole["grad_norm"]
+    assert load_run(tmp_path / "cut").model.head.bias is not None
+    assert cli.main(["sample", str(tmp_path / "cut"), "3 1"]) == 0
+    assert capsys.readouterr().out.startswith("3 1 |  →  ")

@@ -4,10 +4,11 @@ The folder holds config.json (the model type read from the model's modules, see
 ``configs.config_for``), model.safetensors (our parameters under transformers' names, linear
 weights transposed to (out, in)) and, given a tokenizer that can save itself, tokenizer.json.
 
-No Hugging Face model type of ours has a bias on the LM head, which our toy runs' models have.
-For a LayerNorm model it is folded into ln_f's bias: logits = (n ⊙ γ + β) W + b equal
-n ⊙ γ W + (β + δ) W when δ W = b, which has an exact solution when W (d_model × vocab) has
-rank vocab (d_model ≥ vocab). It is solved by least squares and refused if it does not hold.
+No Hugging Face model type of ours has a bias on the LM head, which our toy runs' default models
+have (``--arch llama`` models have none). For a LayerNorm model it is folded into ln_f's bias:
+logits = (n ⊙ γ + β) W + b equal n ⊙ γ W + (β + δ) W when δ W = b, which has an exact solution
+when W (d_model × vocab) has rank vocab (d_model ≥ vocab). It is solved by least squares and
+refused if it does not hold.
 """
 
 from __future__ import annotations
@@ -58,8 +59,11 @@ def _fold_head_bias(model: TinyTransformer, state: dict[str, np.ndarray]) -> np.
     """ln_f's new bias β + δ, with δ W = b (see the module's docstring)."""
     w, b = state["head.weight"].astype(np.float64), state["head.bias"].astype(np.float64)
     if not isinstance(model.ln_f, LayerNorm):
-        raise CheckpointError("save_pretrained: the LM head has a bias, which llama, mistral and qwen2 "
-                              "lack, and RMSNorm has no bias to fold it into")
+        raise CheckpointError("save_pretrained: the LM head has a bias, which no llama, mistral or qwen2 "
+                              "checkpoint holds, and RMSNorm has no bias to fold it into; a model built "
+                              "with head_bias=False exports. A run of `tinygrad-attn train --arch llama` "
+                              "saved by an earlier version of tinygrad_attn has one: train it again with "
+                              "this version, whose llama models have no head bias")
     delta = np.linalg.lstsq(w.T, b, rcond=None)[0]                 # δ W = b  ⇔  Wᵀ δ = b
     error = np.abs(delta @ w - b).max()
     if error > 1e-6 * max(1.0, np.abs(b).max()):

@@ -13,10 +13,11 @@ __all__ = ["ARCHS", "TrainConfig", "config_from_dict"]
 
 
 # The TinyTransformer options of each architecture; "llama" also halves the key/value heads
-# (training.loop.make_model).
-ARCHS: dict[str, dict[str, str]] = {
+# (training.loop.make_model). Its LM head has no bias, as Llama's: no Hugging Face llama folder
+# holds one, and RMSNorm has no bias to fold it into, so only without it does a run export.
+ARCHS: dict[str, dict[str, Any]] = {
     "default": {},
-    "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope"},
+    "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope", "head_bias": False},
 }
 
 
@@ -57,7 +58,8 @@ class TrainConfig:
     eval_size: int = _setting(500, "held-out prompts for the final accuracy (text: validation windows)")
     eval_every: int = _setting(250, "text: steps between validation losses, each with a sample")
     arch: str = _setting("default", "default (LayerNorm, GELU MLP, learned positions) or llama (RMSNorm, "
-                                    "SwiGLU, RoPE, half as many key/value heads as query heads)")
+                                    "SwiGLU, RoPE, half as many key/value heads as query heads, no "
+                                    "LM-head bias)")
 
     def __post_init__(self) -> None:
         self.validate()

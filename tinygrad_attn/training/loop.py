@@ -76,24 +76,30 @@ class TrainState:
         return cls(optimizer, np.random.default_rng(config.seed))
 
 
-def make_model(task: str | Task, config: TrainConfig) -> TinyTransformer:
+def make_model(task: str | Task, config: TrainConfig, head_bias: bool | None = None) -> TinyTransformer:
     """A TinyTransformer sized by `config` for `task`, initialised from ``config.seed``.
 
-    With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, and
-    grouped-query attention with half as many key/value heads as query heads (one for an odd
-    number of heads).
+    With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, grouped-query
+    attention with half as many key/value heads as query heads (one for an odd number of
+    heads), and no bias on the LM head. `head_bias` overrides the arch's choice: a run read back
+    is rebuilt with the head its weights have (``--arch llama`` runs saved by earlier versions
+    have a head bias).
 
     Example:
         >>> make_model("add", TrainConfig(d_model=16)).max_len      # 8 prompt + 5 answer tokens
         13
         >>> make_model("add", TrainConfig(d_model=16, arch="llama")).blocks[0].attn.n_kv_heads
         2
+        >>> make_model("add", TrainConfig(d_model=16, arch="llama")).head.bias is None
+        True
     """
     task = get_task(task)
     manual_seed(config.seed)
     options: dict[str, Any] = dict(ARCHS[config.arch])
     if config.arch == "llama":
         options["n_kv_heads"] = config.num_heads // 2 if config.num_heads % 2 == 0 else 1
+    if head_bias is not None:
+        options["head_bias"] = head_bias
     model = TinyTransformer(task.vocab_size, config.d_model, config.num_heads, config.num_layers,
                             max_len=task.max_len, dropout=config.dropout, **options)
     return model.to(config.device)

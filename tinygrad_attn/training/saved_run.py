@@ -91,7 +91,8 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
             config = dataclasses.replace(config, device=device)
         else:
             _check_saved_device(path, config.device)
-        model = make_model(task, config)
+        older_llama = config.arch == "llama" and "model/head.bias" in arrays   # llama heads had a bias then
+        model = make_model(task, config, head_bias=True if older_llama else None)
         model.load_state_dict(part("model/"))
         _check_config_rebuilds_model(path, model, config, arrays.get(_PROBE))
         state = TrainState.fresh(model, config)
