@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tinygrad_attn.commands import cli
+from tinygrad_attn.commands import sample as sample_command
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.nn.sampling import generate_beyond_context, next_token
 from tinygrad_attn.training import load_run
@@ -161,6 +162,17 @@ def test_sample_command_prints_each_token_before_the_next_is_computed(text_run, 
         for _ in range(new):
             expected += ["forward", ("write", next(chars)), "flush"]
     assert shown == expected + [("write", "\n")]
+
+
+def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_run, monkeypatch, capsys):
+    def two_tokens_then_ctrl_c(model, ids, new, temperature, top_k, rng, on_token):
+        on_token(ids[0])
+        on_token(ids[1])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sample_command, "generate_beyond_context", two_tokens_then_ctrl_c)
+    capsys.readouterr()
+    assert cli.main(["sample", str(text_run), "the c", "--seed", "3"]) == 130
+    assert capsys.readouterr() == ("the cth\n", "interrupted\n")
 
 
 @pytest.mark.parametrize("flags, message", [

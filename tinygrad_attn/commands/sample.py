@@ -103,8 +103,12 @@ def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namesp
     rng = np.random.default_rng(args.seed)
     stream = TextStream(task.tokenizer)
     _write_now(stream.add(prompt))
-    generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng,
-                            on_token=lambda token: _write_now(stream.add([token])))
+    try:
+        generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng,
+                                on_token=lambda token: _write_now(stream.add([token])))
+    except KeyboardInterrupt:
+        print(stream.finish())          # the text so far ends its line before "interrupted"
+        raise
     print(stream.finish())
     return 0
 
