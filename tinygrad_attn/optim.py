@@ -167,11 +167,11 @@ class Adam(Optimizer):
         # bit for bit, as the textbook expressions with a fresh array per step): Adam's share of
         # the text benchmark's step, 70 parameters, 2.75-3.1 → 2.3-2.5 ms; of the train row's,
         # 38 small parameters, 0.70 → 0.68 ms (one thread, CPU time, shared machine).
-        m = buffers.get("m")
-        v = buffers.get("v")
+        m, v = buffers.get("m"), buffers.get("v")
         if m is None:
             m = buffers["m"] = xp.zeros_like(grad)
-            v = buffers["v"] = xp.zeros_like(m)
+        if v is None:                   # a state loaded without v starts it at 0, as m
+            v = buffers["v"] = xp.zeros_like(grad)
         scratch = xp.multiply(grad, 1 - beta1, out=xp.empty_like(m))
         m *= beta1
         m += scratch                                    # m = β₁m + (1−β₁)g
