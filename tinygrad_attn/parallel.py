@@ -15,12 +15,15 @@ How many threads: ``set_threads(n)`` if called (``set_threads(1)`` turns the spl
 environment's ``TINYGRAD_ATTN_THREADS``, else the BLAS/OpenMP settings (``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), else the cores this process may run on.
 
-Measured gain, 2 threads against 1 (``python -m benchmarks.scaling``, a 2-core AMD EPYC shared
-with other work at load 13 to 20, so in CPU time: a step's critical path, each split counted as its
-slowest piece; three runs): causal attention n = 256, 4 heads, fwd + bwd 5.6-5.9 → 3.8-4.1 ms
-(1.4-1.5×); flash attention n = 2048, 4 heads 141-146 → 74-76 ms (1.9×). Its wall time there
-gained nothing (no core was free), but against the whole batch with OpenBLAS's 2 threads, which
-spin-wait for a core, it fell 10× (attention 398 → 39 ms, flash 6.7 → 0.56 s).
+Measured gain, 2 threads against 1, on a 2-core AMD EPYC (KVM) at moments when both cores were
+idle, one process alternating 1 and 2 threads step by step (medians of 150 steps, flash 3):
+causal attention n = 256, 4 heads, fwd + bwd 3.02-3.15 → 2.16-2.30 ms (1.35-1.4×); flash
+attention n = 2048, 4 heads 118.7 → 61.6-62.2 ms (1.92×). The pieces halve the work exactly (in
+CPU time, run apart); at n = 256 running them at once costs a fifth more CPU time (3.0 → 3.6-3.8
+ms in all; the cores' shared cache, most likely) and each split waits for a sleeping thread to wake, which
+a 1 ms piece feels and a 30 ms one does not. Where no core is free (others' work, load 4-20) the
+split cannot gain: n = 256 then takes 5-10% longer than one thread, where OpenBLAS's and PyTorch's
+threads, which spin waiting for a core, take 2-20× longer.
 """
 
 from __future__ import annotations
