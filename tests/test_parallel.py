@@ -63,6 +63,7 @@ def test_split_batch_gives_the_same_bits_as_one_thread(kernel, dtype, shapes, op
     if kernel is F.flash_attention:
         options["block_size"] = 32
     monkeypatch.setattr(parallel, "MIN_WORK", 1)       # split whatever the size
+    monkeypatch.setattr(parallel, "MIN_WORK_BESIDE_BLAS_THREADS", 1)
     pieces = []
     run_piece = parallel._run_piece
     monkeypatch.setattr(parallel, "_run_piece",
@@ -93,7 +94,7 @@ def test_every_piece_runs_once_at_the_same_time_as_the_others():
         return index
 
     parallel.set_threads(3)
-    results = parallel.over_batch(body, (1, 7, 2), work=parallel.MIN_WORK)
+    results = parallel.over_batch(body, (1, 7, 2), work=parallel.min_work())
     assert results == [(slice(None), slice(0, 2)), (slice(None), slice(2, 4)), (slice(None), slice(4, 7))]
     assert sorted(str(i) for i, _ in seen) == sorted(str(i) for i in results)
     assert len({name for _, name in seen}) == 3        # the caller's thread and two of the pool's
@@ -101,10 +102,10 @@ def test_every_piece_runs_once_at_the_same_time_as_the_others():
 
 def test_small_work_a_nested_call_and_one_thread_run_whole():
     parallel.set_threads(4)
-    assert parallel.over_batch(lambda i: i, (8,), work=parallel.MIN_WORK - 1) == [()]
-    assert parallel.over_batch(lambda i: parallel.over_batch(lambda j: j, (8,), work=parallel.MIN_WORK),
-                               (8,), work=parallel.MIN_WORK) == [[()]] * 4
-    assert parallel.over_batch(lambda i: i, (8, 4), work=parallel.MIN_WORK, fixed=0) == [
+    assert parallel.over_batch(lambda i: i, (8,), work=parallel.min_work() - 1) == [()]
+    assert parallel.over_batch(lambda i: parallel.over_batch(lambda j: j, (8,), work=parallel.min_work()),
+                               (8,), work=parallel.min_work()) == [[()]] * 4
+    assert parallel.over_batch(lambda i: i, (8, 4), work=parallel.min_work(), fixed=0) == [
         (slice(None), slice(a, a + 1)) for a in range(4)]
     parallel.set_threads(1)
     assert parallel.over_batch(lambda i: i, (8,), work=10**9) == [()]
@@ -120,7 +121,7 @@ def test_a_failing_piece_raises_after_every_piece_is_done():
         done.append(index)
 
     with pytest.raises(ValueError, match="piece 0 fails"):
-        parallel.over_batch(body, (4,), work=parallel.MIN_WORK)
+        parallel.over_batch(body, (4,), work=parallel.min_work())
     assert done == [(slice(2, 4),)]
 
 
@@ -152,7 +153,7 @@ def test_blas_threads_are_given_back_after_a_split():
     put(2)
     try:
         parallel.set_threads(2)
-        during = parallel.over_batch(lambda i: get(), (4,), work=parallel.MIN_WORK)
+        during = parallel.over_batch(lambda i: get(), (4,), work=parallel.min_work())
         assert during == [1, 1] and get() == 2
     finally:
         put(before)
@@ -169,17 +170,18 @@ def test_a_split_started_while_another_thread_splits_runs_whole():
 
     first = []
     caller = threading.Thread(target=lambda: first.append(parallel.over_batch(first_body, (4,),
-                                                                                 work=parallel.MIN_WORK)))
+                                                                                 work=parallel.min_work())))
     caller.start()
     try:
         assert inside.wait(timeout=10)
-        second.append(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK))
+        second.append(parallel.over_batch(lambda i: i, (4,), work=parallel.min_work()))
     finally:
         release.set()
         caller.join(timeout=10)
     assert second == [[()]]                            # the helpers were taken: one piece, this thread
     assert first == [[(slice(0, 2),), (slice(2, 4),)]]
-    assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [(slice(0, 2),), (slice(2, 4),)]
+    halves = [(slice(0, 2),), (slice(2, 4),)]
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.min_work()) == halves
 
 
 def test_the_cut_axis_gives_the_smallest_largest_piece():
@@ -191,5 +193,24 @@ def test_the_cut_axis_gives_the_smallest_largest_piece():
     assert parallel.split_axis((3, 2), fixed=0) == 1            # a summed axis is never cut
     assert parallel.split_axis((1, 1)) is None
     parallel.set_threads(4)
-    assert parallel.over_batch(lambda i: i, (2, 4), work=parallel.MIN_WORK) == [
+    assert parallel.over_batch(lambda i: i, (2, 4), work=parallel.min_work()) == [
         (slice(None), slice(a, a + 1)) for a in range(4)]
+
+
+def test_small_work_is_left_to_blas_threads_of_its_own():
+    blas = parallel.openblas()
+    if blas is None:
+        pytest.skip("NumPy's BLAS here is not OpenBLAS")
+    get, put = blas
+    before = get()
+    parallel.set_threads(2)
+    try:
+        put(1)                  # BLAS on one thread: the split is the only way to use the cores
+        assert parallel.min_work() == parallel.MIN_WORK
+        assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK)) == 2
+        put(2)                  # BLAS's own threads share the products out: small work stays whole
+        assert parallel.min_work() == parallel.MIN_WORK_BESIDE_BLAS_THREADS > parallel.MIN_WORK
+        assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [()]
+        assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_BESIDE_BLAS_THREADS)) == 2
+    finally:
+        put(before)

@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["MIN_WORK", "get_threads", "openblas", "over_batch", "piece", "set_threads", "split_axis"]
+__all__ = ["MIN_WORK", "MIN_WORK_BESIDE_BLAS_THREADS", "get_threads", "min_work", "openblas", "over_batch",
+           "piece", "set_threads", "split_axis"]
 
 T = TypeVar("T")
 
@@ -44,6 +45,17 @@ T = TypeVar("T")
 # split: handing a piece to another thread costs some 20-50 µs, the work of about 2,000-5,000
 # scores. Causal attention at n = 256 with 4 heads has 262,144; the train step's 64 × 4 × 32 × 32 too.
 MIN_WORK = 1 << 15
+
+# The same threshold where BLAS runs threads of its own (OpenBLAS at 2 or more, or a BLAS whose
+# count we cannot read): they then share the products out, and after each threaded product they
+# spin for a while, on the cores the helpers need. On the 2-core machine, at moments when both
+# cores were idle, 2 threads (ours split / BLAS's threads only, no split / PyTorch):
+#   attention n = 256, 4 heads (262,144 scores), python -m benchmarks: 2.77-2.85 / 2.16-2.20 / 1.69-1.72 ms
+#   nanoGPT laptop text step (196,608 a layer), a loop of steps: 62.0-62.4 / 50.1-50.3 / 38.7-48.1 ms
+#   TinyTransformer train step (262,144), a loop of steps: 24.9-25.0 / 24.0-24.4 / 19.0-19.6 ms
+#   flash n = 2048, 4 heads (8,912,896), a loop of steps: 64.6-68.0 / 78.3-80.4 / 59.7-61.2 ms
+# so only work well above the first three is split beside BLAS's threads.
+MIN_WORK_BESIDE_BLAS_THREADS = 1 << 21
 
 _ENVIRONMENT = ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _chosen: int | None = None                  # set_threads' value; None: from the environment
@@ -190,17 +202,24 @@ def split_axis(batch: tuple[int, ...], fixed: int | None = None, threads: int = 
     return best
 
 
+def min_work() -> int:
+    """The least work ``over_batch`` splits: MIN_WORK while BLAS runs one thread, else
+    MIN_WORK_BESIDE_BLAS_THREADS (see both)."""
+    blas = openblas()
+    return MIN_WORK if blas is not None and blas[0]() == 1 else MIN_WORK_BESIDE_BLAS_THREADS
+
+
 def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *, xp: Any = None,
                fixed: int | None = None) -> list[T]:
     """``body(index)`` for each piece of the batch shape, one piece per thread; the results in order.
 
-    `work` is the size of the job (split only from MIN_WORK); `xp` the array module (only NumPy's
+    `work` is the size of the job (split only from ``min_work()``); `xp` the array module (only NumPy's
     arrays are split: CuPy runs its own kernels in parallel); `fixed` an axis never cut (see
     split_axis). Called from inside a piece, the body runs whole on that thread.
     """
     threads = get_threads()
     axis = split_axis(batch, fixed, threads)
-    if (threads == 1 or axis is None or work < MIN_WORK or getattr(_worker, "busy", False)
+    if (threads == 1 or axis is None or work < min_work() or getattr(_worker, "busy", False)
             or (xp is not None and xp.__name__ != "numpy")):
         return [body(())]
     parts = min(threads, batch[axis])
