@@ -144,19 +144,23 @@ def test_thread_count_follows_the_settings(monkeypatch):
     assert parallel.get_threads() == 16                 # a refused value changes nothing
 
 
-def test_blas_threads_are_given_back_after_a_split():
-    blas = parallel.openblas()
-    if blas is None:
+@pytest.fixture
+def blas():
+    """OpenBLAS's (get, set) of its thread count, the count put back after the test."""
+    found = parallel.openblas()
+    if found is None:
         pytest.skip("NumPy's BLAS here is not OpenBLAS")
+    before = found[0]()
+    yield found
+    found[1](before)
+
+
+def test_blas_threads_are_given_back_after_a_split(blas):
     get, put = blas
-    before = get()
     put(2)
-    try:
-        parallel.set_threads(2)
-        during = parallel.over_batch(lambda i: get(), (4,), work=parallel.min_work())
-        assert during == [1, 1] and get() == 2
-    finally:
-        put(before)
+    parallel.set_threads(2)
+    during = parallel.over_batch(lambda i: get(), (4,), work=parallel.min_work())
+    assert during == [1, 1] and get() == 2
 
 
 def test_a_split_started_while_another_thread_splits_runs_whole():
@@ -197,20 +201,13 @@ def test_the_cut_axis_gives_the_smallest_largest_piece():
         (slice(None), slice(a, a + 1)) for a in range(4)]
 
 
-def test_small_work_is_left_to_blas_threads_of_its_own():
-    blas = parallel.openblas()
-    if blas is None:
-        pytest.skip("NumPy's BLAS here is not OpenBLAS")
-    get, put = blas
-    before = get()
+def test_small_work_is_left_to_blas_threads_of_its_own(blas):
+    put = blas[1]
     parallel.set_threads(2)
-    try:
-        put(1)                  # BLAS on one thread: the split is the only way to use the cores
-        assert parallel.min_work() == parallel.MIN_WORK
-        assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK)) == 2
-        put(2)                  # BLAS's own threads share the products out: small work stays whole
-        assert parallel.min_work() == parallel.MIN_WORK_BESIDE_BLAS_THREADS > parallel.MIN_WORK
-        assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [()]
-        assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_BESIDE_BLAS_THREADS)) == 2
-    finally:
-        put(before)
+    put(1)                      # BLAS on one thread: the split is the only way to use the cores
+    assert parallel.min_work() == parallel.MIN_WORK
+    assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK)) == 2
+    put(2)                      # BLAS's own threads share the products out: small work stays whole
+    assert parallel.min_work() == parallel.MIN_WORK_BESIDE_BLAS_THREADS > parallel.MIN_WORK
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [()]
+    assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_BESIDE_BLAS_THREADS)) == 2
