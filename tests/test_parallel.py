@@ -211,3 +211,15 @@ def test_small_work_is_left_to_blas_threads_of_its_own(blas):
     assert parallel.min_work() == parallel.MIN_WORK_BESIDE_BLAS_THREADS > parallel.MIN_WORK
     assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [()]
     assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_BESIDE_BLAS_THREADS)) == 2
+
+
+@pytest.mark.skipif(not hasattr(parallel.os, "sched_setaffinity") or parallel._current_cpu() is None,
+                    reason="no way to hold a thread to a core here")
+def test_the_pieces_run_on_cores_of_their_own_and_the_caller_gets_its_cores_back():
+    cores = parallel.os.sched_getaffinity(0)
+    if len(cores) < 2:
+        pytest.skip("one core")
+    parallel.set_threads(2)
+    held = parallel.over_batch(lambda i: parallel.os.sched_getaffinity(0), (2,), work=parallel.min_work())
+    assert all(len(h) == 1 for h in held) and held[0] != held[1] and held[0] | held[1] <= cores
+    assert parallel.os.sched_getaffinity(0) == cores
