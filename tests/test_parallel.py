@@ -63,7 +63,7 @@ def test_split_batch_gives_the_same_bits_as_one_thread(kernel, dtype, shapes, op
     if kernel is F.flash_attention:
         options["block_size"] = 32
     monkeypatch.setattr(parallel, "MIN_WORK", 1)       # split whatever the size
-    monkeypatch.setattr(parallel, "MIN_WORK_BESIDE_BLAS_THREADS", 1)
+    monkeypatch.setattr(parallel, "MIN_WORK_CORES_BUSY", 1)
     pieces = []
     run_piece = parallel._run_piece
     monkeypatch.setattr(parallel, "_run_piece",
@@ -201,16 +201,29 @@ def test_the_cut_axis_gives_the_smallest_largest_piece():
         (slice(None), slice(a, a + 1)) for a in range(4)]
 
 
-def test_small_work_is_left_to_blas_threads_of_its_own(blas):
-    put = blas[1]
+def test_small_work_is_not_split_while_other_threads_keep_a_core_busy(monkeypatch):
+    clock = {"wall": 0.0, "process": 0.0, "thread": 0.0}
+    for name, key in (("perf_counter", "wall"), ("process_time", "process"), ("thread_time", "thread")):
+        monkeypatch.setattr(parallel.time, name, lambda key=key: clock[key])
+    monkeypatch.setattr(parallel, "_last_call", None)
     parallel.set_threads(2)
-    put(1)                      # BLAS on one thread: the split is the only way to use the cores
+    halves = [(slice(0, 2),), (slice(2, 4),)]
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == halves   # first call
+    # 10 ms later; this thread used 8 ms of CPU, other threads 2 ms (a fifth of a core): not busy
+    clock.update(wall=0.010, process=0.010, thread=0.008)
     assert parallel.min_work() == parallel.MIN_WORK
-    assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK)) == 2
-    put(2)                      # BLAS's own threads share the products out: small work stays whole
-    assert parallel.min_work() == parallel.MIN_WORK_BESIDE_BLAS_THREADS > parallel.MIN_WORK
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == halves
+    # 10 ms more; other threads used 6 ms of it (BLAS's spinning): small work stays whole
+    clock.update(wall=0.020, process=0.026, thread=0.012)
+    assert parallel.min_work() == parallel.MIN_WORK_CORES_BUSY > parallel.MIN_WORK
     assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == [()]
-    assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_BESIDE_BLAS_THREADS)) == 2
+    assert len(parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK_CORES_BUSY)) == 2
+    # from another thread the last call says nothing: its first call splits
+    other = []
+    caller = threading.Thread(target=lambda: other.append(parallel.min_work()))
+    caller.start()
+    caller.join(timeout=10)
+    assert other == [parallel.MIN_WORK]
 
 
 @pytest.mark.skipif(not hasattr(parallel.os, "sched_setaffinity") or parallel._current_cpu() is None,

@@ -32,12 +32,13 @@ import ctypes
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["MIN_WORK", "MIN_WORK_BESIDE_BLAS_THREADS", "get_threads", "min_work", "openblas", "over_batch",
-           "piece", "set_threads", "split_axis"]
+__all__ = ["BUSY_SHARE", "MIN_WORK", "MIN_WORK_CORES_BUSY", "get_threads", "min_work", "openblas",
+           "over_batch", "piece", "set_threads", "split_axis"]
 
 T = TypeVar("T")
 
@@ -46,20 +47,20 @@ T = TypeVar("T")
 # scores. Causal attention at n = 256 with 4 heads has 262,144; the train step's 64 × 4 × 32 × 32 too.
 MIN_WORK = 1 << 15
 
-# The same threshold where BLAS runs threads of its own (OpenBLAS at 2 or more, or a BLAS whose
-# count we cannot read): they then share the products out, and after each threaded product they
-# spin for a while, on the cores the helpers need. On the 2-core machine, at moments when both
-# cores were idle, 2 threads (ours split / BLAS's threads only, no split / PyTorch):
-#   attention n = 256, 4 heads (262,144 scores), python -m benchmarks: 2.77-2.85 / 2.16-2.20 / 1.69-1.72 ms
-#   nanoGPT laptop text step (196,608 a layer), a loop of steps: 62.0-62.4 / 50.1-50.3 / 38.7-48.1 ms
-#   TinyTransformer train step (262,144), a loop of steps: 24.9-25.0 / 24.0-24.4 / 19.0-19.6 ms
-#   flash n = 2048, 4 heads (8,912,896), a loop of steps: 64.6-68.0 / 78.3-80.4 / 59.7-61.2 ms
-# so only work well above the first three is split beside BLAS's threads.
-MIN_WORK_BESIDE_BLAS_THREADS = 1 << 21
+# The threshold while other threads of this process kept a core busy since the last call
+# (``_cores_busy_elsewhere``): BLAS's own, which spin for a while after each threaded product (the
+# linear layers'), on the core a helper needs; the helper then gets part of it. On the 2-core
+# machine, both cores otherwise idle, 2 threads, split (helpers held to their cores) / no split:
+#   nanoGPT laptop text step (196,608 scores a layer, BLAS's threads spinning): 63.9 / 49.8 ms
+#   attention n = 256, 4 heads (262,144; nothing else running), python -m benchmarks: 1.97-1.99 /
+#   2.20-2.23 ms (PyTorch 1.72-1.84); flash n = 2048 (8,912,896): 63.2 / 78.1 ms (PyTorch 61.8)
+MIN_WORK_CORES_BUSY = 1 << 21
+BUSY_SHARE = 0.25       # other threads' CPU time, as a share of the time since the last call, that is "busy"
 
 _ENVIRONMENT = ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _chosen: int | None = None                  # set_threads' value; None: from the environment
 _worker = threading.local()                 # .busy: this thread runs a piece (no nested split)
+_last_call: tuple | None = None             # (thread, wall, process CPU, its CPU) as over_batch last ended
 
 
 def _from_environment() -> int:
@@ -246,11 +247,26 @@ def split_axis(batch: tuple[int, ...], fixed: int | None = None, threads: int = 
     return best
 
 
+def _cores_busy_elsewhere() -> bool:
+    """Whether threads other than the caller used more than BUSY_SHARE of a core since the
+    caller's last ``over_batch`` call ended (our helpers sleep then: the CPU time is BLAS's spinning
+    threads', or the program's own). False on a caller's first call."""
+    if _last_call is None or _last_call[0] != threading.get_ident():
+        return False
+    _, wall, process, caller = _last_call
+    others = (time.process_time() - process) - (time.thread_time() - caller)
+    return others > BUSY_SHARE * (time.perf_counter() - wall)
+
+
 def min_work() -> int:
-    """The least work ``over_batch`` splits: MIN_WORK while BLAS runs one thread, else
-    MIN_WORK_BESIDE_BLAS_THREADS (see both)."""
-    blas = openblas()
-    return MIN_WORK if blas is not None and blas[0]() == 1 else MIN_WORK_BESIDE_BLAS_THREADS
+    """The least work ``over_batch`` splits now: MIN_WORK, or MIN_WORK_CORES_BUSY while other
+    threads keep a core busy (see both)."""
+    return MIN_WORK_CORES_BUSY if _cores_busy_elsewhere() else MIN_WORK
+
+
+def _note_call_end() -> None:
+    global _last_call
+    _last_call = (threading.get_ident(), time.perf_counter(), time.process_time(), time.thread_time())
 
 
 def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *, xp: Any = None,
@@ -262,16 +278,24 @@ def over_batch(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, *,
     split_axis). Called from inside a piece, the body runs whole on that thread.
     """
     threads = get_threads()
-    axis = split_axis(batch, fixed, threads)
-    if (threads == 1 or axis is None or work < min_work() or getattr(_worker, "busy", False)
-            or (xp is not None and xp.__name__ != "numpy")):
-        return [body(())]
-    parts = min(threads, batch[axis])
-    bounds = [batch[axis] * i // parts for i in range(parts + 1)]
-    indices = [(slice(None),) * axis + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
-    if not _crew_lock.acquire(blocking=False):     # another thread's split has the helpers: run whole
+    if threads == 1 or getattr(_worker, "busy", False) or (xp is not None and xp.__name__ != "numpy"):
         return [body(())]
     try:
+        return _split(body, batch, work, threads, fixed)
+    finally:
+        _note_call_end()
+
+
+def _split(body: Callable[[tuple], T], batch: tuple[int, ...], work: int, threads: int,
+           fixed: int | None) -> list[T]:
+    """over_batch's pieces among `threads` threads, or the body whole where that does not pay."""
+    axis = split_axis(batch, fixed, threads)
+    if axis is None or work < min_work() or not _crew_lock.acquire(blocking=False):
+        return [body(())]           # (the lock: another thread's split has the helpers)
+    try:
+        parts = min(threads, batch[axis])
+        bounds = [batch[axis] * i // parts for i in range(parts + 1)]
+        indices = [(slice(None),) * axis + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
         helpers = _crew(parts - 1)
         with _own_cores(helpers), _one_blas_thread():
             for helper, index in zip(helpers, indices[1:]):
