@@ -7,23 +7,25 @@ the batch shape into one piece per thread along one axis and calls ``body(index)
 ``index`` is a tuple of slices over the batch axes; ``piece(x, index)`` is an input's part of it.
 The body writes its results into arrays made beforehand (or returns them): each piece runs exactly
 the operations the whole batch would, element for element, so the results are bit-identical to
-one thread's. With one thread (or a batch too small to be worth it) the body is called once, with
-``index = ()``: the kernel as the docs write it, on the whole batch. The other pieces run on
-helper threads that wait for work between splits (``_Helper``); one split at a time uses them.
+one thread's. With one thread (or work too small to be worth it: ``min_work``) the body is called
+once, with ``index = ()``: the kernel as the docs write it, on the whole batch. The other pieces
+run on helper threads that wait for work between splits (``_Helper``), held to cores other than
+the caller's while they run (``_own_cores``); one split at a time uses them.
 
 How many threads: ``set_threads(n)`` if called (``set_threads(1)`` turns the split off), else the
 environment's ``TINYGRAD_ATTN_THREADS``, else the BLAS/OpenMP settings (``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), else the cores this process may run on.
 
 Measured gain, 2 threads against 1, on a 2-core AMD EPYC (KVM) at moments when both cores were
-idle, one process alternating 1 and 2 threads step by step (medians of 150 steps, flash 3):
-causal attention n = 256, 4 heads, fwd + bwd 3.02-3.15 → 2.16-2.30 ms (1.35-1.4×); flash
-attention n = 2048, 4 heads 118.7 → 61.6-62.2 ms (1.92×). The pieces halve the work exactly (in
-CPU time, run apart); at n = 256 running them at once costs a fifth more CPU time (3.0 → 3.6-3.8
-ms in all; the cores' shared cache, most likely) and each split waits for a sleeping thread to wake, which
-a 1 ms piece feels and a 30 ms one does not. Where no core is free (others' work, load 4-20) the
-split cannot gain: n = 256 then takes 5-10% longer than one thread, where OpenBLAS's and PyTorch's
-threads, which spin waiting for a core, take 2-20× longer.
+idle, ``python -m benchmarks`` (each side in its own process, 0.15 s idle before each sample):
+causal attention n = 256, 4 heads, fwd + bwd 3.01-3.02 → 1.95-2.04 ms (1.5×; PyTorch 3.11-3.35 →
+1.71-1.72); flash attention n = 2048, 4 heads 119.5 → 62.2 ms (1.92×; PyTorch 118.3 → 60.9).
+The pieces halve the work exactly (in CPU time, run apart); at n = 256 running them at once costs
+a fifth more CPU time (3.0 → 3.6-3.8 ms in all; the cores' shared cache, most likely) and each
+split waits for a sleeping thread to wake, which a 1 ms piece feels and a 30 ms one does not.
+Where no core is free (others' work, load 4-20) the split cannot gain: n = 256 then takes 5-10%
+longer than one thread, where OpenBLAS's and PyTorch's threads, which spin waiting for a core,
+take 2-20× longer.
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ MIN_WORK = 1 << 15
 # The threshold while other threads of this process kept a core busy since the last call
 # (``_cores_busy_elsewhere``): BLAS's own, which spin for a while after each threaded product (the
 # linear layers'), on the core a helper needs; the helper then gets part of it. On the 2-core
-# machine, both cores otherwise idle, 2 threads, split (helpers held to their cores) / no split:
-#   nanoGPT laptop text step (196,608 scores a layer, BLAS's threads spinning): 63.9 / 49.8 ms
-#   attention n = 256, 4 heads (262,144; nothing else running), python -m benchmarks: 1.97-1.99 /
-#   2.20-2.23 ms (PyTorch 1.72-1.84); flash n = 2048 (8,912,896): 63.2 / 78.1 ms (PyTorch 61.8)
+# machine, both cores otherwise idle, 2 threads, split / whole (BLAS's threads only):
+#   nanoGPT laptop text step, 196,608 scores a layer, BLAS's threads spinning, 4 paired runs:
+#   47.5-63.9 / 46.6-59.7 ms (whole faster in 3 by 1-14 ms, split in 1 by 0.6)
+#   attention n = 256, 4 heads (262,144; nothing else running), python -m benchmarks: 1.95-2.04 /
+#   2.16-2.23 ms (PyTorch 1.71-1.84); flash n = 2048 (8,912,896), a loop: 61.8-64.6 / 76.1-80.4 ms
 MIN_WORK_CORES_BUSY = 1 << 21
 BUSY_SHARE = 0.25       # other threads' CPU time, as a share of the time since the last call, that is "busy"
 
