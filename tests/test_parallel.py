@@ -236,3 +236,13 @@ def test_the_pieces_run_on_cores_of_their_own_and_the_caller_gets_its_cores_back
     held = parallel.over_batch(lambda i: parallel.os.sched_getaffinity(0), (2,), work=parallel.min_work())
     assert all(len(h) == 1 for h in held) and held[0] != held[1] and held[0] | held[1] <= cores
     assert parallel.os.sched_getaffinity(0) == cores
+
+
+def test_a_split_runs_where_threads_may_not_be_held_to_cores(monkeypatch):
+    def refused(*args):
+        raise PermissionError("sched_setaffinity: not allowed")
+
+    monkeypatch.setattr(parallel.os, "sched_setaffinity", refused, raising=False)
+    parallel.set_threads(2)
+    halves = [(slice(0, 2),), (slice(2, 4),)]
+    assert parallel.over_batch(lambda i: i, (4,), work=parallel.min_work()) == halves
