@@ -8,31 +8,35 @@ what ``import tinygrad_attn`` does elsewhere (a KeyboardInterrupt there propagat
 While it loads, Ctrl-C ends the process from its signal handler, since a KeyboardInterrupt raised
 inside an import can come out as another error (NumPy's C modules turn it into an ImportError);
 ``commands.cli.main`` gives Ctrl-C back to the command once loaded
-(``tinygrad_attn.startup_interrupt``, which does the same for ``python -m tinygrad_attn``).
+(``tinygrad_attn.startup_interrupt``, which sets this module's handler for ``python -m
+tinygrad_attn``).
 """
 
 import os
 import signal
 import sys
 
-__all__ = ["main"]
+__all__ = ["LOADING_MARK", "main", "say_interrupted_and_exit"]
 
 
-def _say_interrupted_and_exit(signum, frame) -> None:
+LOADING_MARK = "ends_the_command_while_it_loads"    # set on a handler that starting_done replaces
+
+
+def say_interrupted_and_exit(signum, frame) -> None:
+    """SIGINT while the command loads: one line and exit code 130, from the handler itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # a second Ctrl-C while leaving changes nothing
     sys.stderr.write("interrupted\n")
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(130)           # nothing is written yet; no import in progress can turn this into an error
 
 
-# The mark tinygrad_attn.startup_interrupt.starting_done looks for (LOADING_MARK there).
-_say_interrupted_and_exit.ends_the_command_while_it_loads = True
+setattr(say_interrupted_and_exit, LOADING_MARK, True)
 
 
 def main() -> int:
     """Load the command line and run it on ``sys.argv``; the exit code. A Ctrl-C that Python was
     told to ignore (a background job) stays ignored."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _say_interrupted_and_exit)
+        signal.signal(signal.SIGINT, say_interrupted_and_exit)
     from tinygrad_attn.commands.cli import main as command_line
     return command_line()

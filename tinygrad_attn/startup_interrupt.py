@@ -8,20 +8,19 @@ or a notebook raises KeyboardInterrupt as usual. For the command, Ctrl-C then en
 from its signal handler: a KeyboardInterrupt raised inside an import can come out as another
 error (NumPy's C modules turn it into an ImportError with a long message). `starting_done`, the
 first thing ``commands.cli.main`` does once the commands' modules are loaded, gives Ctrl-C back to
-the command. The installed ``tinygrad-attn`` script starts in ``tinygrad_attn_cli`` (a module
-beside the package, which cannot import this one before the package), with a handler of its own
-marked the same way.
+the command. The handler and its mark are ``tinygrad_attn_cli``'s (the installed ``tinygrad-attn``
+script's module, beside the package: it sets them before the package can be imported, and imports
+nothing of ours).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
-__all__ = ["LOADING_MARK", "quiet_while_run_as_the_command", "run_as_the_command", "starting_done"]
+from tinygrad_attn_cli import LOADING_MARK, say_interrupted_and_exit
 
-LOADING_MARK = "ends_the_command_while_it_loads"    # set on a handler that `starting_done` replaces
+__all__ = ["LOADING_MARK", "quiet_while_run_as_the_command", "run_as_the_command", "starting_done"]
 
 
 def run_as_the_command(package: str) -> bool:
@@ -37,21 +36,11 @@ def run_as_the_command(package: str) -> bool:
     return typed[len(typed) - len(argv)].removeprefix("-m") == package
 
 
-def _say_interrupted_and_exit(signum, frame) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # a second Ctrl-C while leaving changes nothing
-    sys.stderr.write("interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)           # nothing is written yet; no import in progress can turn this into an error
-
-
-setattr(_say_interrupted_and_exit, LOADING_MARK, True)
-
-
 def quiet_while_run_as_the_command(package: str) -> None:
     """For ``python -m package``: until `starting_done`, Ctrl-C prints ``interrupted`` and exits
     with 130. A Ctrl-C that Python was told to ignore (a background job) stays ignored."""
     if run_as_the_command(package) and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _say_interrupted_and_exit)
+        signal.signal(signal.SIGINT, say_interrupted_and_exit)
 
 
 def starting_done() -> None:
