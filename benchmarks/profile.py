@@ -6,7 +6,10 @@ KEY is a row of the table (``specs.rows``: mlp784, mlp16, chain, attention, flas
 step is built in float32 and run twice to warm up, then `calls` times under cProfile; the top
 entries by own time (tottime) are printed, per call of the step. cProfile adds its own cost to
 every Python call, so the figures say where the time goes, not how long a step takes
-(``python -m benchmarks`` measures that).
+(``python -m benchmarks`` measures that). As in the table's processes, glibc keeps freed memory
+for reuse (``--no-keep-freed-memory``: its own thresholds); without it each step maps its large
+arrays afresh and the first op to touch them takes the page faults (the train row's GELU backward
+read 2.6 ms a call instead of 0.4).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
+
+from tinygrad_attn.training.host_memory import keep_freed_memory
 
 from .options import positive_int
 from .sides import SIDES
@@ -33,11 +38,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=positive_int, default=200)
     parser.add_argument("--top", type=positive_int, default=15)
     parser.add_argument("--quick", action="store_true", help="the quick suite's sizes")
+    parser.add_argument("--keep-freed-memory", action=argparse.BooleanOptionalAction, default=True,
+                        help="glibc keeps freed memory for reuse, as in the table's processes (default)")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(args.quick)}
     if args.key not in workloads:
         parser.error(f"unknown row {args.key!r}; one of {', '.join(workloads)}")
     workload = workloads[args.key]
+    if args.keep_freed_memory:
+        keep_freed_memory()
     bench = importlib.import_module(f"benchmarks.sides.{SIDES[args.side]}").build(
         workload.name, workload.sizes, np.float32)
     if bench is None:

@@ -181,10 +181,15 @@ def test_the_plain_layer_norm_it_times_gives_the_shipped_values_and_gradients():
         np.testing.assert_allclose(plain, shipped, rtol=1e-12, atol=1e-12)
 
 
-def test_profile_prints_the_steps_top_functions(capsys):
+def test_profile_prints_the_steps_top_functions(capsys, monkeypatch):
     from benchmarks import profile
 
+    kept = []       # the process-wide malloc setting is recorded, not made, in the test's process
+    monkeypatch.setattr(profile, "keep_freed_memory", lambda: kept.append(True))
+    assert profile.main(["mlp16", "--calls", "3", "--top", "5", "--no-keep-freed-memory"]) == 0
+    assert kept == []
     assert profile.main(["mlp16", "--calls", "3", "--top", "5"]) == 0
+    assert kept == [True]       # as in the table's processes, by default
     out = capsys.readouterr().out
     assert "MLP 16→16→4, batch 8, same step, ours: 3 steps under cProfile; top 5 by own time" in out
     assert re.search(r"List reduced from \d+ to 5 due to restriction <5>", out)
