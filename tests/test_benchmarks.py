@@ -317,3 +317,53 @@ def test_lock_cost_prints_a_row_per_step_and_puts_the_engine_back(capsys):
     assert lock_cost.main(["--rounds", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "µs" in line]
     assert len(rows) == len(lock_cost.ROWS) and engine._Pass.visit is shipped
+
+
+def test_op_times_times_each_op_inside_the_step_and_puts_every_op_back():
+    from benchmarks import op_times
+    from tinygrad_attn import optim
+    from tinygrad_attn.ops.registry import REGISTRY
+
+    def own_methods():
+        return {(op.name, kind): op.__dict__.get(kind) for op in REGISTRY.values() for kind in op_times.KINDS}
+
+    before = own_methods()
+    step = optim.Optimizer.step
+    bench = op_times._bench("ours", "mlp16", quick=True)
+    spent, times = op_times._timed_ours(bench.step, 3)
+    assert len(times) == 3 and all(t > 0 for t in times)
+    # MLP 16→16→4: two linear layers a step, forward and backward; one optimizer step.
+    assert spent[("linear", "forward")][1] == spent[("linear", "backward")][1] == 2 * 3
+    assert spent[("optimizer", "step")][1] == 3
+    assert sum(seconds for seconds, _ in spent.values()) <= sum(times)     # timed inside the steps
+    assert own_methods() == before and optim.Optimizer.step is step
+
+
+@pytest.mark.parametrize("side", ["ours", "torch"])
+def test_op_times_prints_the_steps_time_and_its_ops_per_step(side):
+    if side == "torch":
+        pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    from benchmarks.harness import ROOT
+
+    run = subprocess.run([sys.executable, "-m", "benchmarks.op_times", "mlp16", "--side", side, "--quick",
+                          "--steps", "3", "--top", "4", "--threads", "1"],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    assert re.search(r"^a step: median [\d.]+ ms, mean [\d.]+ ms", run.stdout, re.M)
+    if side == "ours":
+        assert re.search(r"^ +linear (forward|backward) +[\d.]+ ms a step  \(2 calls\)$", run.stdout, re.M)
+        assert re.search(r"^the ops' forward, backward and the optimizer: [\d.]+ ms of a mean step",
+                         run.stdout, re.M)
+    else:
+        assert re.search(r"^ +aten::(addmm|mm) +[\d.]+ ms a step  \([\d.]+ calls\)$", run.stdout, re.M)
+
+
+def test_op_times_refuses_an_unknown_row(capsys):
+    from benchmarks import op_times
+
+    with pytest.raises(SystemExit):
+        op_times.main(["nope"])
+    err = capsys.readouterr().err
+    assert "unknown row 'nope'; one of mlp784, mlp16, chain, attention, flash, train, text" in err
