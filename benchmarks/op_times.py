@@ -10,7 +10,8 @@ are wrapped in a wall-clock timer (the step is otherwise unchanged; the wrappers
 call); a line gives an op's milliseconds per step and its calls per step, and the last lines the
 share of the step they cover (the rest is the engine, the modules and the in-place check).
 PyTorch: torch.profiler's self CPU time per step of its top kernels (matrix products show as
-``aten::mm`` and ``aten::addmm``). Both keep freed memory for reuse, as the table's processes do.
+``aten::mm`` and ``aten::addmm``), and their time with what they called (the optimizer's step calls
+its elementwise kernels, listed apart). Both keep freed memory for reuse, as the table's processes do.
 `--threads` sets BLAS's, OpenMP's, PyTorch's and ``tinygrad_attn.parallel``'s thread count before
 NumPy is imported (default: the environment's).
 """
@@ -122,10 +123,12 @@ def _report_torch(step: Callable[[], object], steps: int, top: int) -> None:
         for _ in range(steps):
             step()
     averages = sorted(profiler.key_averages(), key=lambda event: -event.self_cpu_time_total)
-    print(f"torch.profiler, {steps} steps: self CPU time a step")
+    print(f"torch.profiler, {steps} steps: self CPU time a step (and with what it called, such as "
+          "the optimizer's elementwise kernels)")
     for event in averages[:top]:
+        with_callees = event.cpu_time_total / steps / 1e3
         print(f"  {event.key[:64]:>64} {event.self_cpu_time_total / steps / 1e3:8.3f} ms a step  "
-              f"({event.count / steps:g} calls)")
+              f"({with_callees:.3f} ms with its callees; {event.count / steps:g} calls)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
