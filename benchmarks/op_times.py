@@ -6,8 +6,8 @@ kernels under torch.profiler, so that the two can be read side by side.
 KEY is a row of the table (mlp784, mlp16, chain, attention, flash, train) or ``text`` (the nanoGPT
 laptop model's train step, ``specs.NANOGPT``). The step is built in float32, run 5 times to warm
 up, then `steps` times. Ours: every registered op's forward and backward and the optimizer's step
-are wrapped in a wall-clock timer (the step is otherwise unchanged; the wrappers add about 1 µs a
-call); a line gives an op's milliseconds per step and its calls per step, and the last lines the
+are wrapped in a wall-clock timer (the step is otherwise unchanged; each call pays for two clock
+reads); a line gives an op's milliseconds per step and its calls per step, and the last line the
 share of the step they cover (the rest is the engine, the modules and the in-place check).
 PyTorch: torch.profiler's self CPU time per step of its top kernels (matrix products show as
 ``aten::mm`` and ``aten::addmm``), and their time with what they called (the optimizer's step calls
