@@ -15,11 +15,11 @@ attention only the distance between a query and a key: with the first layout the
 out i from the tokens before it can look at the right distance; with the second, one distance
 serves every digit.
 
-Four TinyTransformers, each trained with `tinygrad-attn train add`'s defaults (2000 steps, d_model
+Four TinyTransformers, each trained with `tinygrad-attn train add`'s defaults (3000 steps, d_model
 64, 4 heads, 2 layers) for each seed, then scored on 500 held-out prompts (greedy decoding, the
 whole answer right): the default model (LayerNorm, GELU, learned positions) and `--arch llama`
 (RMSNorm, SwiGLU, RoPE, 2 kv heads for 4 query heads), each on both encodings.
-Run: python examples/10_positions_for_add.py [--steps 2000] [--seeds 0 1 2]
+Run: python examples/10_positions_for_add.py [--steps 3000] [--seeds 0 1 2]
 """
 
 import argparse

@@ -96,7 +96,7 @@ def test_every_config_field_is_a_flag_with_its_help_and_default(tmp_path, capsys
         cli.main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())          # argparse wraps the help lines
     for field in dataclasses.fields(TrainConfig):
-        default = ("the task's: copy 1000, reverse 1000, sort 1000, add 2000" if field.name == "steps"
+        default = ("the task's: copy 1000, reverse 1000, sort 1000, add 3000" if field.name == "steps"
                    else field.default)
         assert f"{flag(field.name)} {field.name.upper()} {field.metadata['help']} (default {default})" \
             in text, field.name

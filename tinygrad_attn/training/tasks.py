@@ -295,7 +295,11 @@ class Add(Task):
     ``[1, 4, 2, 0, 13]``. Answer digit i is predicted at position 7 + i from the two digits i at
     positions i and 4 + i, always 7 and 3 tokens back, and the carry from the digits before them:
     fixed distances, which a learned position table and RoPE (which sees only distances) can
-    both find. It is the hardest of the four tasks, so ``train`` gives it 2000 steps.
+    both find. It is the hardest of the four tasks, so ``train`` gives it 3000 steps: with 2000
+    the default model reached 100% held-out on 5 of seeds 0 to 5 and stopped at 8.8% on seed 0
+    (its loss flat at 0.46 from step 1400), and a change in the last bits of one backward
+    (cross-entropy's, written as one pass) was enough to move seed 0 from one side to the other;
+    with 3000 it reached 100% on each of seeds 0 to 11, and ``--arch llama`` on seeds 0 to 3.
 
         >>> add = Add()
         >>> add.parse("42 + 199")
@@ -311,7 +315,7 @@ class Add(Task):
                f"{ADD_DIGITS + 1}-digit sum are written least significant digit first")
     example = "2 4 0 + 9 9 1 =  →  1 4 2 0 .  (42 + 199 = 241)"
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
-    steps = 2000
+    steps = 3000
     encoding = 2
     earlier_encodings = MappingProxyType(
         {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"})
