@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 
-__all__ = ["LOADING_MARK", "main", "say_interrupted_and_exit"]
+__all__ = ["LOADING_MARK", "end_the_command_on_ctrl_c", "main", "say_interrupted_and_exit"]
 
 
 LOADING_MARK = "ends_the_command_while_it_loads"    # set on a handler that starting_done replaces
@@ -33,10 +33,15 @@ def say_interrupted_and_exit(signum, frame) -> None:
 setattr(say_interrupted_and_exit, LOADING_MARK, True)
 
 
-def main() -> int:
-    """Load the command line and run it on ``sys.argv``; the exit code. A Ctrl-C that Python was
-    told to ignore (a background job) stays ignored."""
+def end_the_command_on_ctrl_c() -> None:
+    """From now until the command has loaded, Ctrl-C ends the process (`say_interrupted_and_exit`).
+    A Ctrl-C that Python was told to ignore (a background job) stays ignored."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, say_interrupted_and_exit)
+
+
+def main() -> int:
+    """Load the command line and run it on ``sys.argv``; the exit code."""
+    end_the_command_on_ctrl_c()
     from tinygrad_attn.commands.cli import main as command_line
     return command_line()

@@ -32,6 +32,21 @@ KINDS = ("forward", "backward")
 KEYS = ("mlp784", "mlp16", "chain", "attention", "flash", "train", "text")
 
 
+def _warm_up(step: Callable[[], object]) -> None:
+    for _ in range(WARMUP):
+        step()
+
+
+def _timed_steps(step: Callable[[], object], steps: int) -> list[float]:
+    """Each of `steps` runs of `step`, in seconds."""
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def _step_line(times: list[float], how: str) -> str:
     return (f"a step: median {statistics.median(times) * 1e3:.2f} ms, "
             f"mean {statistics.fmean(times) * 1e3:.2f} ms ({how})")
@@ -79,14 +94,9 @@ def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[floa
         for op, kind, _ in originals:
             setattr(op, kind, staticmethod(timer((op.name, kind), getattr(op, kind))))
         optim.Optimizer.step = timer(("optimizer", "step"), optimizer_step)
-        for _ in range(WARMUP):
-            step()
+        _warm_up(step)
         spent.clear()
-        times = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - start)
+        times = _timed_steps(step, steps)
     finally:
         for op, kind, original in originals:
             if original is None:
@@ -111,14 +121,8 @@ def _report_ours(step: Callable[[], object], steps: int, top: int) -> None:
 def _report_torch(step: Callable[[], object], steps: int, top: int) -> None:
     from torch.profiler import ProfilerActivity, profile
 
-    for _ in range(WARMUP):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    print(_step_line(times, "not profiled"))
+    _warm_up(step)
+    print(_step_line(_timed_steps(step, steps), "not profiled"))
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         for _ in range(steps):
             step()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from tinygrad_attn_cli import LOADING_MARK, say_interrupted_and_exit
+from tinygrad_attn_cli import LOADING_MARK, end_the_command_on_ctrl_c
 
 __all__ = ["LOADING_MARK", "quiet_while_run_as_the_command", "run_as_the_command", "starting_done"]
 
@@ -39,8 +39,8 @@ def run_as_the_command(package: str) -> bool:
 def quiet_while_run_as_the_command(package: str) -> None:
     """For ``python -m package``: until `starting_done`, Ctrl-C prints ``interrupted`` and exits
     with 130. A Ctrl-C that Python was told to ignore (a background job) stays ignored."""
-    if run_as_the_command(package) and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, say_interrupted_and_exit)
+    if run_as_the_command(package):
+        end_the_command_on_ctrl_c()
 
 
 def starting_done() -> None:
