@@ -9,7 +9,7 @@ smoke test: 2 rounds of each workload at small sizes and 3-step training runs), 
 chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 Each workload is timed once per thread count, ``--threads 1 N`` by default (N: the CPU count): one
 thread on every side, then every core a learner has (each process gets the count for BLAS, OpenMP,
-PyTorch's intra-op threads and ``tinygrad_attn.parallel``); the rows say which.
+PyTorch's intra-op threads and ``tinygrad_attn.kernels.parallel``); the rows say which.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
 a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
 train`` does (``--no-keep-freed-memory`` for glibc's own thresholds, under which a step's page

@@ -42,10 +42,10 @@ from tinygrad_attn import apply as apply_module
 from tinygrad_attn.backend import device_of
 from tinygrad_attn.errors import DeviceError, ShapeError
 from tinygrad_attn.guards.shapes import broadcast_shape
+from tinygrad_attn.kernels.reductions import rowsum
 from tinygrad_attn.ops import REGISTRY
 from tinygrad_attn.ops import norm as norm_ops
 from tinygrad_attn.ops.base import cast_back, single_for_half
-from tinygrad_attn.ops.rowsum import rowsum
 
 from .options import positive_int
 from .sides import ours

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tinygrad_attn.parallel import openblas
+from tinygrad_attn.kernels.parallel import openblas
 
 from .options import thread_environment
 from .sides import TITLES
@@ -167,7 +167,7 @@ def describe_side(side: str, info: dict, threads: int | None = None) -> str:
     if "intra_op_threads" in info:
         line += f", intra-op threads {info['intra_op_threads']}"
     if "batch_threads" in info:
-        line += f", threads over attention's batch {info['batch_threads']} (tinygrad_attn.parallel)"
+        line += f", threads over attention's batch {info['batch_threads']} (tinygrad_attn.kernels.parallel)"
     return line
 
 

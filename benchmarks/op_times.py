@@ -12,7 +12,7 @@ share of the step they cover (the rest is the engine, the modules and the in-pla
 PyTorch: torch.profiler's self CPU time per step of its top kernels (matrix products show as
 ``aten::mm`` and ``aten::addmm``), and their time with what they called (the optimizer's step calls
 its elementwise kernels, listed apart). Both keep freed memory for reuse, as the table's processes do.
-`--threads` sets BLAS's, OpenMP's, PyTorch's and ``tinygrad_attn.parallel``'s thread count before
+`--threads` sets BLAS's, OpenMP's, PyTorch's and ``tinygrad_attn.kernels.parallel``'s thread count before
 NumPy is imported (default: the environment's).
 """
 

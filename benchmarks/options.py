@@ -83,7 +83,7 @@ def idle_for(threads: int, idle: float | None) -> float:
 
 
 def thread_environment(threads: int) -> dict[str, str]:
-    """The variables that ask every BLAS and OpenMP runtime (and tinygrad_attn.parallel) for
+    """The variables that ask every BLAS and OpenMP runtime (and tinygrad_attn.kernels.parallel) for
     `threads` threads in a process started with them."""
     return {var: str(threads) for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 

@@ -1,4 +1,4 @@
-"""Our side alone with 1, 2, … threads: the scaling table of ``tinygrad_attn.parallel``.
+"""Our side alone with 1, 2, … threads: the scaling table of ``tinygrad_attn.kernels.parallel``.
 
     python -m benchmarks.scaling [--threads 1 2] [--only attention flash train] [--rounds 10]
                                  [--no-keep-freed-memory]
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_thread_count(max(args.threads))         # before NumPy loads: OpenBLAS starts this many threads
     import numpy as np
 
-    from tinygrad_attn import parallel
+    from tinygrad_attn.kernels import parallel
     from tinygrad_attn.training.host_memory import keep_freed_memory
 
     from . import specs

@@ -93,7 +93,7 @@ def child(side: str, threads: int, rounds: int) -> dict:
 
 
 def run_side(side: str, threads: int, rounds: int) -> dict:
-    """`child` in a fresh process with `threads` BLAS/OpenMP threads (and tinygrad_attn.parallel's)."""
+    """`child` in a fresh process with `threads` BLAS/OpenMP threads (and kernels.parallel's)."""
     from .harness import ROOT
     from .options import thread_environment
 

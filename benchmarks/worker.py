@@ -35,7 +35,7 @@ def _info(side: str, threads: int) -> dict:
         torch.set_num_threads(threads)
         info.update(version=torch.__version__, intra_op_threads=torch.get_num_threads())
     elif side == "ours":
-        from tinygrad_attn import parallel
+        from tinygrad_attn.kernels import parallel
         info["batch_threads"] = parallel.get_threads()
     elif side == "mygrad":
         import mygrad

@@ -232,7 +232,7 @@ def test_the_suite_times_one_thread_and_every_core_by_default(monkeypatch):
 
 def test_scaling_prints_a_row_per_thread_count_and_puts_the_settings_back(capsys, monkeypatch):
     from benchmarks import scaling
-    from tinygrad_attn import parallel
+    from tinygrad_attn.kernels import parallel
 
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(var, "1")        # scaling sets them: restored afterwards

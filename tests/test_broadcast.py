@@ -56,7 +56,7 @@ def test_unbroadcast_matches_reference(shapes, seed):
 @pytest.mark.parametrize("grad_shape, shape", [((2, 40, 3), (3,)), ((70, 1, 4), (1, 4)), ((64, 5), (5,)),
                                                ((128, 2, 3), (2, 3)), ((63, 4), (4,))])
 def test_sums_over_many_leading_rows_match_numpy_on_both_devices(grad_shape, shape, device):
-    """From 64 rows the engine sums leading axes as 1ᵀ G (ops.rowsum.colsum), below that with
+    """From 64 rows the engine sums leading axes as 1ᵀ G (kernels.reductions.colsum), below that with
     NumPy's sum; both must give the reference sums, on the GPU stand-in too."""
     g = np.random.default_rng(7).standard_normal(grad_shape)
     x = ta.Tensor(np.ones(shape), requires_grad=True, device=device)

@@ -24,12 +24,13 @@ ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
 LAYERS = (
-    ("errors", "files", "labels", "thread_switch", "float_errors", "parallel", "startup_interrupt"),
+    ("errors", "files", "labels", "thread_switch", "float_errors", "startup_interrupt"),
                                     # exceptions, atomic files, names, switches, NumPy's float errors,
                                     # threads over the batch, Ctrl-C while `python -m` loads the package
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks
+    ("kernels",),               # fast paths: threads over the batch, BLAS reductions
     ("ops",),                   # the op contract and every op (raw arrays only)
     ("scopes", "engine"),       # nodes, toposort, the backward pass
     ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point

@@ -1,4 +1,4 @@
-"""Attention split over the batch axes among threads (tinygrad_attn/parallel.py): the same bits as
+"""Attention split over the batch axes among threads (tinygrad_attn/kernels/parallel.py): the same bits as
 one thread, every piece run, and the thread count taken from the settings, never assumed."""
 
 import threading
@@ -8,7 +8,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn import parallel
+from tinygrad_attn.kernels import parallel
 
 
 @pytest.fixture(autouse=True)

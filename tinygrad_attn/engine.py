@@ -28,8 +28,8 @@ from .backend import array_module
 from .errors import ShapeError
 from .float_errors import quiet_float_errors, restore_float_errors, silence_float_errors
 from .guards import anomaly, inplace
+from .kernels.reductions import colsum
 from .ops.base import Context, Op
-from .ops.rowsum import colsum
 from .scopes import current_scope
 from .thread_switch import ThreadSwitch
 

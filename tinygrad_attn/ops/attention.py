@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..parallel import over_batch, piece
+from ..kernels.parallel import over_batch, piece
+from ..kernels.reductions import rowsum
 from .base import Case, Op
 from .masking import causal_keep, combine_keep, mask_scores_in_place, masked_logits
 from .registry import register
-from .rowsum import rowsum
 from .softmax import softmax_parts
 
 __all__ = ["ScaledDotProductAttention", "group_summed_product", "shared_batch"]

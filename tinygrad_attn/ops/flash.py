@@ -19,12 +19,12 @@ import math
 import numpy as np
 
 from ..guards.shapes import attention_shapes
-from ..parallel import over_batch, piece
+from ..kernels.parallel import over_batch, piece
+from ..kernels.reductions import rowsum
 from .attention import group_summed_product, shared_batch
 from .base import Case, Op
 from .masking import causal_keep, mask_scores_in_place
 from .registry import register
-from .rowsum import rowsum
 
 __all__ = ["FlashAttention"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from ..kernels.reductions import colsum
 from .base import Case, Op
 from .registry import register
-from .rowsum import colsum
 
 __all__ = ["Linear", "MatMul"]
 

@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
+from ..kernels.reductions import rowsum
 from .base import Case, Op, cast_back, single_for_half
 from .registry import register
-from .rowsum import rowsum
 
 __all__ = ["LayerNorm", "RMSNorm"]
 

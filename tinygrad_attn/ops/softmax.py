@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.reductions import rowsum
 from .base import Case, Op, cast_back, single_for_half
 from .masking import masked_logits
 from .registry import register
-from .rowsum import rowsum
 
 __all__ = ["LogSoftmax", "Softmax", "row_max", "softmax_parts"]
 

@@ -1,0 +1,6 @@
+"""The kernels: fast paths beside the textbook ops, one file per family (threads over the batch,
+BLAS reductions)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
