@@ -121,6 +121,16 @@ def test_step_command_on_a_saved_model(tmp_path, capsys):
     assert "--layer 5: the model has 2 layers" in capsys.readouterr().err
     assert main(["step", "--text", "the dog", "--all"]) == 2
     assert "--text needs --model PATH" in capsys.readouterr().err
+    assert main(["step", "--text", "the dog", "--head", "1", "--all"]) == 2
+    assert "--text, --head need --model PATH" in capsys.readouterr().err
+    assert main(["step", "--model", str(tmp_path), "--text", "the dog sat", "--head", "-1", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "(head 3 of 4 printed)" in out and "query head 3]" in out and "query head 2]" not in out
+    cross_entropy = out[out.index("step 0: cross_entropy"):out.index("step 1:")].splitlines()
+    header = cross_entropy[cross_entropy.index("  saved: P (the softmax probabilities)   [value]") + 1]
+    assert header.split() == WORDS                          # the vocabulary's columns, by token
+    assert main(["step", "--model", str(tmp_path), "--text", "the dog", "--head", "-5", "--all"]) == 2
+    assert "--head -5: layer 1 has 4 heads (0 to 3, or -1 for the last)" in capsys.readouterr().err
     assert main(["explore", "--model", str(tmp_path), "--text", "the cat sat", "--out",
                  str(tmp_path / "page.html")]) == 0
     assert (tmp_path / "page.html").stat().st_size < 2_000_000

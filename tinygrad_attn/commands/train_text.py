@@ -19,7 +19,7 @@ import numpy as np
 from ..files import write_atomically
 from ..nn import TinyTransformer
 from ..nn.sampling import generate_beyond_context
-from ..text import CharTokenizer, HuggingFaceTokenizer
+from ..text import CharTokenizer, HuggingFaceTokenizer, visible
 from ..text.corpus import DEFAULT_CORPUS, default_corpus, read_corpus
 from ..training import History, TrainConfig, TrainState, plots
 from ..training.evaluation import characters_per_token, validation_loss
@@ -33,6 +33,7 @@ __all__ = ["DEFAULTS", "TEXT_FLAGS", "Evaluations", "add_arguments", "continue_t
 DEFAULTS = {"steps": 4000, "batch_size": 16, "d_model": 128, "num_heads": 4, "num_layers": 4,
             "lr": 2e-3, "warmup": 100, "min_lr": 1e-4, "eval_size": 200}
 BLOCK_SIZE, VOCAB_SIZE, SAMPLE_TOKENS = 64, 512, 200
+ATTENTION_TOKENS = 24       # attention.png's text: few enough that each row and column keeps a readable label
 # The flags only a text run takes (their dest), for the toy tasks' refusal.
 TEXT_FLAGS = ("file", "tokenizer", "vocab_size", "block_size")
 
@@ -185,9 +186,9 @@ def report(task: TextTask, config: TrainConfig, model: TinyTransformer, state: T
     name = "pydoc_data.topics" if task.source == DEFAULT_CORPUS else Path(task.source).name
     plots.loss_curve(history.loss, out / "loss.png", f"text: loss per token on {name}",
                      validation=(history.val_step, history.val_loss), ylabel="cross-entropy per token")
-    shown = task.val_ids[:min(task.block_size, 48)]
+    shown = task.val_ids[:min(task.block_size, ATTENTION_TOKENS)]
     maps = [m.numpy()[0] for m in model.attention_maps(shown[None])]
-    plots.attention_grid(maps, [repr(t)[1:-1] for t in task.tokenizer.tokens(shown.tolist())],
+    plots.attention_grid(maps, [visible(t) for t in task.tokenizer.tokens(shown.tolist())],
                          out / "attention.png",
                          "text: attention (rows: queries, columns: keys) on the start of the held-out text")
     print(f"text: validation loss {loss_units(val, task, config.eval_size)} after {state.step} steps "

@@ -17,6 +17,7 @@ import numpy as np
 from .. import functional as F
 from ..nn import TinyTransformer, fold
 from ..tensor import Tensor
+from ..text import visible
 from ..viz.example_graphs import Example
 
 __all__ = ["text_example"]
@@ -58,21 +59,12 @@ def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int |
         logits.name = "logits"
     loss = F.cross_entropy(logits[0, :-1], ids_array[0, 1:])
     loss.name = "loss"
-    tokens = tuple(_label(t) for t in tokenizer.tokens(ids))
+    tokens = tuple(visible(t) for t in tokenizer.tokens(ids))
     known = min(tokenizer.vocab_size, logits.shape[-1])    # a model may have more logits than tokens
-    vocab = tuple(_label(t) for t in tokenizer.tokens(range(known))) + \
+    vocab = tuple(visible(t) for t in tokenizer.tokens(range(known))) + \
         tuple(f"#{i}" for i in range(known, logits.shape[-1]))                     # logits' columns
     return Example(loss=loss, model=model, tokens=tokens, head=shown, vocab=vocab,
                    intro=_intro(text, ids, tokens, logits, chosen, n, shown, attn.num_heads))
-
-
-_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
-
-
-def _label(token: str) -> str:
-    """A token as a row or column label: its text with spaces, newlines and tabs drawn (' cat' →
-    '␣cat', '\\n' → '↵'), so that tokens that differ by a space look different."""
-    return token.translate(_VISIBLE)
 
 
 def _intro(text: str, ids: list[int], tokens: tuple[str, ...], logits: Tensor, layer: int, layers: int,

@@ -139,7 +139,7 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
                 found.setdefault((kind, row, key), []).append((caption, largest))
     dq = f", and so is that row of {query_grad} = scale · dS K" if query_grad else ""
     for (kind, row, key), found_in in found.items():
-        where = "" if len(shown) == 1 else " in every matrix" if len(found_in) == len(shown) else \
+        where = "" if len(lead) <= 1 else " in every matrix" if len(found_in) == len(shown) > 1 else \
             " in " + ", ".join(caption for caption, _ in found_in)
         what = f"row {_position(names, row)}"
         if kind == "masked":
