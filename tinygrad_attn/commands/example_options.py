@@ -34,8 +34,9 @@ def example_parser(subparsers: argparse._SubParsersAction, command: str, summary
     parser.add_argument("--head", type=int, help="with --model: print only this attention head's matrices "
                         "(-1: the last head)")
     parser.add_argument("--whole", type=_size, nargs="?", const=math.inf, metavar="N",
-                        help="print every row and column of each matrix (with N: of each matrix of at most "
-                        "N rows and N columns), instead of the corners of one of more than 64 numbers")
+                        help="show every row and column of each matrix (with N: of each matrix of at most "
+                        "N rows and N columns), where a large one shows its corners (step, explore) or its "
+                        "norm (graph)")
     return parser
 
 
