@@ -30,7 +30,9 @@ def test_readme_example_computes_the_stated_gradients(capsys):
     assert np.isclose(namespace["loss"].item(), t)
     np.testing.assert_allclose(namespace["x"].grad, (1 - t**2) * np.array([[0.3, 0.2, -0.5]]), rtol=1e-5)
     np.testing.assert_allclose(namespace["w"].grad.T, (1 - t**2) * np.array([[1.0, -2.0, 0.5]]), rtol=1e-5)
-    assert "dx = dy ⊙ (1 − y²)" in capsys.readouterr().out
+    printed = capsys.readouterr().out.splitlines()[-1]
+    stated = re.search(r"\.formula\)\s+# (\{.*\})", block).group(1)    # the comment says what it prints
+    assert printed == stated == str({"x": "dx = dy ⊙ (1 − y²)"})
 
 
 def test_ci_runs_exactly_the_test_command_the_readme_gives():

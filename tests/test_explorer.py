@@ -18,7 +18,7 @@ from tinygrad_attn.backend import to_numpy
 from tinygrad_attn.commands import cli
 from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.explorer import array_json, explore, step_json
-from tinygrad_attn.viz.stepper import format_number
+from tinygrad_attn.viz.matrices import format_number
 
 
 def page_data(page: str) -> dict:
@@ -120,7 +120,8 @@ def test_attention_matrices_carry_token_labels_and_masked_scores():
 def test_array_json_spells_non_finite_numbers_as_strings():
     record = array_json(np.array([[1.5, -np.inf], [np.nan, np.inf]]), "x", None)
     assert record == {"shape": [2, 2], "data": [1.5, "-inf", "nan", "inf"],
-                      "rows": ["0", "1"], "cols": ["0", "1"], "captions": [], "integer": False}
+                      "rows": ["0", "1"], "cols": ["0", "1"], "captions": [], "integer": False,
+                      "numbers": False}
     assert array_json(None, "x", None) is None
 
 

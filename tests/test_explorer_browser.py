@@ -11,9 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
+import tinygrad_attn as ta
 from tinygrad_attn.backend import to_numpy
 from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.explorer import explore
+from tinygrad_attn.viz.matrices import format_number
 from tinygrad_attn.viz.stepper import backprop_steps
 
 pytestmark = pytest.mark.slow          # a real browser: outside the quick inner loop, in CI
@@ -235,3 +237,50 @@ def test_a_folded_module_opens_on_click_and_folds_back(browser, tmp_path):
     print(f"model: fold/open/step latency in the browser: median "
           f"{sorted(timings)[len(timings) // 2]:.1f} ms, max {max(timings):.1f} ms")
     no_network(browser)
+
+
+READ_P = """
+const inside = document.querySelector('.inside[data-symbol="P"]');
+const table = inside.querySelector('table.heat');
+return {dense: table.classList.contains('dense'),
+        caption: inside.querySelector('.matrices .caption').textContent,
+        rows: [...table.querySelectorAll('th.row')].map((th) => th.textContent),
+        cols: [...table.querySelectorAll('th.col')].map((th) => th.textContent),
+        texts: [...table.querySelectorAll('td.c')].map((td) => td.textContent),
+        titles: [...table.querySelectorAll('td.c')].map((td) => td.title),
+        summary: inside.querySelector('.summary').textContent};
+"""
+
+
+def test_heatmaps_of_a_real_text_carry_token_labels_and_whole_prints_every_number(browser, tmp_path):
+    tokens = tuple("the cat sat on the mat . a dog sat .".split())
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(8, 16, 4, 1, 16)
+    ids = np.array([[("the cat sat on mat a dog .".split()).index(t) for t in tokens]])
+
+    def loss():
+        return ta.functional.cross_entropy(model(ids)[0, :-1], ids[0, 1:])
+
+    colours = explore(loss(), tmp_path / "colours.html", tokens=tokens).path
+    whole = explore(loss(), tmp_path / "whole.html", tokens=tokens, head=1, whole=math.inf).path
+    attention = next(s for s in backprop_steps(loss(), tokens=tokens)
+                     if s.op == "scaled_dot_product_attention")
+    step, p = attention.index, next(i.array for i in attention.insides if i.symbol == "P")
+    for page, head in ((colours, 0), (whole, 1)):
+        open_page(browser, page)
+        press(browser, Keys.ARROW_RIGHT, step)
+        shown = browser.execute_script(READ_P)
+        assert shown["rows"] == shown["cols"] == list(tokens)             # labels on both axes, every row
+        assert shown["caption"] == f"batch 0, head {head}"
+        assert shown["titles"][11 * 3 + 2] == f"batch 0, head {head}, row on, column sat: " \
+            f"{format_number(float(p[0, head, 3, 2]))}"
+        browser.execute_script("""document.querySelector('.inside[data-symbol="P"]').scrollIntoView()""")
+        browser.save_screenshot(str(tmp_path / f"{page.stem}.png"))
+    assert not shown["dense"] and "head 1 only (--head)" in shown["summary"]
+    assert shown["texts"] == [format_number(float(v)) for v in p[0, 1].ravel()]   # every number printed
+    open_page(browser, colours)
+    press(browser, Keys.ARROW_RIGHT, step)
+    shown = browser.execute_script(READ_P)
+    assert shown["dense"] and set(shown["texts"]) == {""}
+    assert "hover a cell for its row, column and number; explore --whole prints every number" \
+        in shown["summary"]

@@ -14,7 +14,7 @@ from tinygrad_attn import functional as F
 from tinygrad_attn.commands import cli
 from tinygrad_attn.viz.example_graphs import EXAMPLES
 from tinygrad_attn.viz.layout import HEAD_MAJOR, TOKEN_MAJOR, axis_names
-from tinygrad_attn.viz.stepper import format_number
+from tinygrad_attn.viz.matrices import format_number
 
 
 def printed_matrix(text, title):

@@ -14,7 +14,8 @@ from tinygrad_attn.commands.cli import main
 from tinygrad_attn.pretrained.text_example import text_example
 from tinygrad_attn.text import HuggingFaceTokenizer
 from tinygrad_attn.viz.explorer import array_json
-from tinygrad_attn.viz.stepper import backprop_steps, format_array
+from tinygrad_attn.viz.matrices import format_array
+from tinygrad_attn.viz.stepper import backprop_steps
 
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "."]
 
@@ -86,7 +87,7 @@ def test_text_example_steps_one_layer_and_folds_the_rest(float64_default):
         text_example(model, tokenizer(), text, layer=3)
     with pytest.raises(ValueError, match="--head 4: layer 2 has 4 heads"):
         text_example(model, tokenizer(), text, head=4)
-    with pytest.raises(ValueError, match="1 tokens; the loss predicts each next token"):
+    with pytest.raises(ValueError, match="'cat' is 1 token; the loss predicts each next token"):
         text_example(model, tokenizer(), "cat")
 
 
@@ -95,9 +96,11 @@ def test_large_matrices_print_their_corners():
     lines = format_array(array, "x", None)
     assert lines[0].startswith("      200 numbers, shape (10, 20): ‖·‖ =")
     assert "min 0, max 199.0000" in lines[0]
-    assert lines[1].split() == ["0", "1", "2", "…", "17", "18", "19"]
-    assert lines[2].split() == ["0", "0", "1.0000", "2.0000", "…", "17.0000", "18.0000", "19.0000"]
-    assert lines[5].split() == ["…"] * 8
+    assert lines[1].strip() == ("(the first and last 3 rows and columns of each matrix only; --whole prints "
+                                "every row and column)")
+    assert lines[2].split() == ["0", "1", "2", "…", "17", "18", "19"]
+    assert lines[3].split() == ["0", "0", "1.0000", "2.0000", "…", "17.0000", "18.0000", "19.0000"]
+    assert lines[6].split() == ["…"] * 8
     assert lines[-1].split()[0] == "9" and lines[-1].split()[-1] == "199.0000"
     sent = array_json(np.arange(3 * 40 * 50.0).reshape(3, 40, 50), "x", None)
     assert sent["shape"] == [3, 9, 9] and sent["full_shape"] == [3, 40, 50] and sent["range"] == [0, 5999]
@@ -117,7 +120,17 @@ def test_step_command_on_a_saved_model(tmp_path, capsys):
     assert main(["step", "--model", str(tmp_path), "--text", "the dog", "--layer", "5", "--all"]) == 2
     assert "--layer 5: the model has 2 layers" in capsys.readouterr().err
     assert main(["step", "--text", "the dog", "--all"]) == 2
-    assert "--text need --model PATH" in capsys.readouterr().err
+    assert "--text needs --model PATH" in capsys.readouterr().err
+    assert main(["step", "--text", "the dog", "--head", "1", "--all"]) == 2
+    assert "--text, --head need --model PATH" in capsys.readouterr().err
+    assert main(["step", "--model", str(tmp_path), "--text", "the dog sat", "--head", "-1", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "(head 3 of 4 printed)" in out and "query head 3]" in out and "query head 2]" not in out
+    cross_entropy = out[out.index("step 0: cross_entropy"):out.index("step 1:")].splitlines()
+    header = cross_entropy[cross_entropy.index("  saved: P (the softmax probabilities)   [value]") + 1]
+    assert header.split() == WORDS                          # the vocabulary's columns, by token
+    assert main(["step", "--model", str(tmp_path), "--text", "the dog", "--head", "-5", "--all"]) == 2
+    assert "--head -5: layer 1 has 4 heads (0 to 3, or -1 for the last)" in capsys.readouterr().err
     assert main(["explore", "--model", str(tmp_path), "--text", "the cat sat", "--out",
                  str(tmp_path / "page.html")]) == 0
     assert (tmp_path / "page.html").stat().st_size < 2_000_000

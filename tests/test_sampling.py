@@ -199,3 +199,20 @@ def test_toy_runs_still_answer_greedily_and_refuse_sampling_flags(tmp_path, caps
     assert capsys.readouterr().out.startswith("1 2 |  →  ")
     assert cli.main(["sample", str(out), "1 2", "--temperature", "0.5", "--seed", "1"]) == 2
     assert "--temperature, --seed are for text runs; a copy run answers greedily" in capsys.readouterr().err
+
+
+def test_sample_model_takes_a_runs_checkpoint_file_and_asks_for_a_missing_text(text_run, capsys):
+    capsys.readouterr()
+    flags = ["--max-new-tokens", "12", "--temperature", "0"]
+    assert cli.main(["sample", "--model", str(text_run), "the c", *flags]) == 0
+    from_folder = capsys.readouterr().out
+    assert cli.main(["sample", "--model", str(text_run / "checkpoint.npz"), "the c", *flags]) == 0
+    assert capsys.readouterr().out == from_folder and from_folder.startswith("the c")
+    assert cli.main(["sample", "--model", str(text_run)]) == 2
+    assert capsys.readouterr().err == (f'error: with --model, give the text to continue: sample --model '
+                                       f'{text_run} "text"\n')
+    assert cli.main(["sample"]) == 2
+    assert 'give a run folder (or --model PATH) and the text to continue' in capsys.readouterr().err
+    assert cli.main(["sample", "--model", str(text_run / "metrics.json"), "the c"]) == 2
+    err = capsys.readouterr().err
+    assert f"{text_run / 'metrics.json'}: a file, not a folder" in err and f"this file, {text_run}" in err

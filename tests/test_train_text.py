@@ -8,7 +8,7 @@ import pytest
 
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
-from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer
+from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer, visible
 from tinygrad_attn.training import TrainConfig, checkpoint, load_run, make_model, train
 from tinygrad_attn.training.evaluation import validation_loss
 from tinygrad_attn.training.text_task import TextTask
@@ -190,3 +190,50 @@ def test_a_text_run_loads_as_a_pretrained_model_with_its_tokenizer(corpus, tmp_p
     assert isinstance(tokenizer, CharTokenizer) and tokenizer.chars == run.task.tokenizer.chars
     ids = np.array([tokenizer.encode("def f")])
     np.testing.assert_array_equal(model(ids).numpy(), run.model.eval()(ids).numpy())
+
+
+def test_a_resumed_run_says_where_it_resumed_and_what_its_seconds_count(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", "text", "--file", str(corpus), "--steps", "6", *TINY, "--stop-after", "4",
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["train", "text", "--resume", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"resuming {out / 'checkpoint.npz'} at step 4 of 6: training steps 5 to 6" in printed
+    seconds = json.loads((out / "metrics.json").read_text())["train_seconds"]
+    assert f"({seconds:.1f} s of training, steps 5-6: resumed at step 4; training loss" in printed
+    assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == 4
+
+
+def test_text_losses_are_reported_per_character(corpus, tmp_path, capsys):
+    assert cli.main(["train", "text", "--file", str(corpus), "--steps", "4", *TINY, "--out",
+                     str(tmp_path / "char")]) == 0
+    metrics = json.loads((tmp_path / "char" / "metrics.json").read_text())
+    assert f"text: validation loss {metrics['validation_loss']:.4f} nats per character after 4 steps" \
+        in capsys.readouterr().out
+    assert metrics["validation_characters_per_token"] == 1.0
+    out = tmp_path / "bpe"
+    assert cli.main(["train", "text", "--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "300",
+                     "--steps", "4", *TINY, "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    task = load_run(out).task.with_text(TEXT, str(corpus))
+    _, targets = task.validation_windows(8)                                 # --eval-size 8
+    chars = sum(len(task.tokenizer.decode(row.tolist())) for row in targets) / targets.size
+    assert chars > 1.5 and metrics["validation_characters_per_token"] == pytest.approx(chars)
+    loss = metrics["validation_loss"]
+    assert (f"text: validation loss {loss:.4f} nats per token = {loss / chars:.4f} nats per character "
+            f"({chars:.2f} characters per token) after 4 steps") in capsys.readouterr().out
+
+
+def test_attention_png_gives_every_token_a_readable_label(tmp_path):
+    import matplotlib.image
+
+    from tinygrad_attn.training import plots
+
+    tokens = [visible(t) for t in "def f(x):\n    return x\n"]
+    assert tokens[3] == "␣" and tokens[9] == "↵"
+    maps = [np.full((2, len(tokens), len(tokens)), 1 / len(tokens))]
+    height, width = matplotlib.image.imread(plots.attention_grid(maps, tokens, tmp_path / "a.png")).shape[:2]
+    per_panel = plots.LABEL_INCHES * len(tokens) * 100                  # pixels at 100 dpi
+    assert width >= 2 * per_panel and height >= per_panel
+    assert plots.LABEL_INCHES * 72 >= 1.2 * plots.LABEL_POINTS        # a label's row is taller than its text

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..pretrained import load_pretrained
 from ..pretrained.text_example import text_example
@@ -30,8 +31,25 @@ def example_parser(subparsers: argparse._SubParsersAction, command: str, summary
     parser.add_argument("--text", help="with --model: the text whose next-token loss is backpropagated")
     parser.add_argument("--layer", type=int, help="with --model: the block stepped op by op (default the "
                         "last; -1 counts from the end); the others are folded, one step each")
-    parser.add_argument("--head", type=int, help="with --model: print only this attention head's matrices")
+    parser.add_argument("--head", type=int, help="with --model: print only this attention head's matrices "
+                        "(-1: the last head)")
+    parser.add_argument("--whole", type=_size, nargs="?", const=math.inf, metavar="N",
+                        help="show every row and column of each matrix (with N: of each matrix of at most "
+                        "N rows and N columns), where a large one shows its corners (step, explore) or its "
+                        "norm (graph)")
     return parser
+
+
+def _size(text: str) -> int:
+    """--whole's N: a count of rows and columns, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"N must be a whole number of rows and columns, got {text!r}") \
+            from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"N must be at least 1, got {n}")
+    return n
 
 
 def build_example(args: argparse.Namespace) -> Example:
@@ -44,8 +62,8 @@ def build_example(args: argparse.Namespace) -> Example:
     if args.model is None:
         extra = [f"--{name}" for name in ("text", "layer", "head") if getattr(args, name) is not None]
         if extra:
-            raise ValueError(f"{', '.join(extra)} need --model PATH (they pick the text, layer and head "
-                             f"of a model)")
+            raise ValueError(f"{', '.join(extra)} {'needs' if len(extra) == 1 else 'need'} --model PATH "
+                             f"(--text, --layer and --head pick the text, layer and head of a model)")
         return EXAMPLES[args.example](fused=not args.unfused)
     if args.text is None:
         raise ValueError("--model needs --text \"…\": the text whose next-token loss is backpropagated")

@@ -21,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         example = build_example(args)
         page = explore(example.loss, args.out, tokens=example.tokens, vocab=example.vocab,
-                       title=f"backprop explorer: {describe(args)}", forward=args.forward)
+                       title=f"backprop explorer: {describe(args)}", forward=args.forward,
+                       head=example.head, whole=args.whole)
     except (ValueError, OSError) as error:  # a bad model folder, text or --out: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)
         return 2

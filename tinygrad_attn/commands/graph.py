@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:                                # a bad --collapse, --expand or --out: say so, no traceback
         graph = collect(loss, show_grads=not args.no_grads, tokens=example.tokens, expand=args.expand,
-                            collapse=[COLLAPSIBLE.get(name, name) for name in args.collapse] or None)
+                        collapse=[COLLAPSIBLE.get(name, name) for name in args.collapse] or None,
+                        head=example.head, whole=args.whole)
         path = write_image(emit(graph).source, args.out)
     except ValueError as error:
         print(f"tinygrad-attn graph: {error}", file=sys.stderr)
@@ -40,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     print(f"wrote {path}: {len(graph.nodes)} nodes ({len(graph.ops)} ops), "
           f"{len(graph.edges)} edges, rendered in {seconds:.2f} s")
+    if example.head is not None:
+        print(f"--head {example.head}: a tensor with a head axis shows head {example.head} only "
+              f"(its norms, or with --whole its matrices)")
+    if args.whole is None:
+        print("a tensor of more than 12 numbers shows its norm: --whole draws every number "
+              "(--whole N: of tensors whose matrices have at most N rows and N columns)")
     return 0
 
 

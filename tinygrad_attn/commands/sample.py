@@ -40,12 +40,14 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.model is not None:              # `sample --model PATH "text"`: the one positional is the text
+        if args.checkpoint is None:
+            return _fail(f'with --model, give the text to continue: sample --model {args.model} "text"')
         if args.input is not None:
             return _fail(f"with --model, give only the text to continue, got {args.checkpoint!r} and "
                          f"{args.input!r}")
         args.input, args.checkpoint = args.checkpoint, None
-    elif args.input is None:
-        return _fail("give a run folder (or --model PATH) and the text to continue")
+    elif args.checkpoint is None or args.input is None:
+        return _fail('give a run folder (or --model PATH) and the text to continue: sample RUN "text"')
     try:
         model, task = load_model(args)
     except (CheckpointError, DeviceError) as e:
@@ -124,7 +126,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sample", help="what a trained model writes after a prompt",
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a run folder or checkpoint.npz written by `tinygrad-attn train`")
+    parser.add_argument("checkpoint", nargs="?",
+                        help="a run folder or checkpoint.npz written by `tinygrad-attn train` (none with "
+                             "--model)")
     parser.add_argument("input", nargs="?",
                         help="a text run: the text to continue; a toy task: digits like \"3 1 2\" "
                              "(copy, reverse, sort) or \"42 + 199\" (add)")

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             "back to the parameters" if args.forward else
             "the backward pass runs from the loss back to the parameters")
     print(f"loss = {example.loss.item():.6f}; {then}.\n")
-    shown = walk(example, args.forward)
+    shown = walk(example, args.forward, args.whole)
     if args.all:
         for text in shown:
             print(text, end="\n\n")
@@ -47,16 +47,18 @@ def run(args: argparse.Namespace) -> int:
     return interact(shown)
 
 
-def walk(example: Example, forward: bool) -> Iterator[str]:
+def walk(example: Example, forward: bool, whole: float | None = None) -> Iterator[str]:
     """What the command shows, one text per key press: with `forward`, each forward op and then a
-    heading before the backward pass; each backward step; a last line counting them."""
+    heading before the backward pass; each backward step; a last line counting them. `whole` as
+    ``backprop_steps`` takes it (``--whole``)."""
     prefix = ""
     if forward:
-        ops = list(forward_steps(example.loss, example.tokens, example.vocab))
+        ops = list(forward_steps(example.loss, example.tokens, example.vocab, example.head, whole))
         yield from (str(op) for op in ops)
         prefix = f"forward pass done: {len(ops)} ops (forward 0 to {len(ops) - 1}).\n{BACKWARD}\n\n"
     count = 0
-    for step in backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab, head=example.head):
+    for step in backprop_steps(example.loss, tokens=example.tokens, vocab=example.vocab, head=example.head,
+                               whole=whole):
         yield prefix + str(step)
         prefix, count = "", count + 1
     yield f"{count} steps (0 to {count - 1}); every parameter now holds its .grad"

@@ -187,6 +187,10 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
     evaluations = None
     if isinstance(task, TextTask):
         evaluations = train_text.Evaluations(model, task, config, state, _progress_write)
+    resumed_from = state.step
+    if resumed_from:
+        print(f"resuming {folder.continues} at step {resumed_from} of {config.steps}: training steps "
+              f"{resumed_from + 1} to {config.steps}", flush=True)
     start = time.perf_counter()
     code = _train_saving(args, task, config, model, state, folder, resume_hint, evaluations)
     if code is not None:
@@ -197,9 +201,9 @@ def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig,
         return 0
     try:
         if evaluations is not None:
-            train_text.report(task, config, model, state, folder.path, seconds, evaluations)
+            train_text.report(task, config, model, state, folder.path, seconds, evaluations, resumed_from)
         else:
-            _evaluate(task, config, model, state, held_out, folder.path, seconds)
+            _evaluate(task, config, model, state, held_out, folder.path, seconds, resumed_from)
     except KeyboardInterrupt as stop:
         print(f"{_stopped(stop)} during evaluation; {_kept(folder.checkpoint)}; evaluate it with: "
               f"{resume_hint}", file=sys.stderr)
@@ -354,12 +358,13 @@ def _is_finite(model: TinyTransformer) -> bool:
 
 
 def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: TrainState,
-              held_out: list[list[int]], out: Path, seconds: float) -> None:
+              held_out: list[list[int]], out: Path, seconds: float, resumed_from: int) -> None:
     """Held-out accuracy, metrics.json, the loss curve and the attention grid, each file written
-    whole or not at all (SaveError)."""
+    whole or not at all (SaveError); `seconds` trained steps `resumed_from` + 1 on."""
     acc = accuracy(model, task, held_out)
     losses = state.history.loss
     metrics = {"task": task.name, "steps": state.step, "train_seconds": round(seconds, 2),
+               "resumed_from_step": resumed_from,
                "held_out_exact_match": acc, "held_out_size": len(held_out),
                "final_loss": float(np.mean(losses[-50:])), "config": dataclasses.asdict(config),
                **dataclasses.asdict(state.history)}
@@ -373,7 +378,8 @@ def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: Tr
                          f"{task.name}: attention (rows: queries, columns: keys) on held-out "
                          f"'{decode(shown)}'" + (f" ({gloss})" if gloss else ""))
     print(f"{task.name}: held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences "
-          f"after {state.step} steps ({seconds:.1f} s of training); wrote {out}/")
+          f"after {state.step} steps ({train_text.trained_for(seconds, resumed_from, state.step)}); "
+          f"wrote {out}/")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -19,20 +19,21 @@ import numpy as np
 from ..files import write_atomically
 from ..nn import TinyTransformer
 from ..nn.sampling import generate_beyond_context
-from ..text import CharTokenizer, HuggingFaceTokenizer
+from ..text import CharTokenizer, HuggingFaceTokenizer, visible
 from ..text.corpus import DEFAULT_CORPUS, default_corpus, read_corpus
 from ..training import History, TrainConfig, TrainState, plots
-from ..training.evaluation import validation_loss
+from ..training.evaluation import characters_per_token, validation_loss
 from ..training.text_task import TextTask
 
 __all__ = ["DEFAULTS", "TEXT_FLAGS", "Evaluations", "add_arguments", "continue_text", "first_line", "flag",
-           "report", "sample_text", "text_task"]
+           "loss_units", "report", "sample_text", "text_task", "trained_for"]
 
 # A text run's settings where they differ from the toy tasks': the model of nanoGPT's CPU
 # example (4 layers, 4 heads, width 128, context 64) trained for about 10 minutes on 2 cores.
 DEFAULTS = {"steps": 4000, "batch_size": 16, "d_model": 128, "num_heads": 4, "num_layers": 4,
             "lr": 2e-3, "warmup": 100, "min_lr": 1e-4, "eval_size": 200}
 BLOCK_SIZE, VOCAB_SIZE, SAMPLE_TOKENS = 64, 512, 200
+ATTENTION_TOKENS = 24       # attention.png's text: few enough that each row and column keeps a readable label
 # The flags only a text run takes (their dest), for the toy tasks' refusal.
 TEXT_FLAGS = ("file", "tokenizer", "vocab_size", "block_size")
 
@@ -121,7 +122,8 @@ class Evaluations:
             self.measure(step)          # kept in the last checkpoint; `report` prints it
         elif step % self.config.eval_every == 0:
             loss = self.measure(step)
-            self.write(f"step {step}: validation loss {loss:.4f} (training loss, mean of the last 50 steps: "
+            self.write(f"step {step}: validation loss {loss_units(loss, self.task, self.config.eval_size)} "
+                       f"(training loss, mean of the last 50 steps: "
                        f"{np.mean(self.state.history.loss[-50:]):.4f})")
             sample = sample_text(self.model, self.task, step, self.config.seed)
             self.write(f"sample after step {step}: {sample!r}")
@@ -146,15 +148,37 @@ def sample_text(model: TinyTransformer, task: TextTask, step: int, seed: int,
     return task.tokenizer.decode(ids[1:].tolist())
 
 
+def loss_units(loss: float, task: TextTask, windows: int) -> str:
+    """A validation loss with its unit: '1.2400 nats per character' for a character run; for a BPE
+    run per token and per character, '2.9000 nats per token = 0.7250 nats per character (4.0
+    characters per token)', so runs of either tokenizer compare."""
+    if isinstance(task.tokenizer, CharTokenizer):
+        return f"{loss:.4f} nats per character"
+    chars = characters_per_token(task, windows)
+    return (f"{loss:.4f} nats per token = {loss / chars:.4f} nats per character ({chars:.2f} characters "
+            f"per token)")
+
+
+def trained_for(seconds: float, resumed_from: int, step: int) -> str:
+    """'312.4 s of training', or for a resumed run '312.4 s of training, steps 2001-4000: resumed at
+    step 2000' (the time before the resume is not counted: it was spent in another process)."""
+    if not resumed_from:
+        return f"{seconds:.1f} s of training"
+    return f"{seconds:.1f} s of training, steps {resumed_from + 1}-{step}: resumed at step {resumed_from}"
+
+
 def report(task: TextTask, config: TrainConfig, model: TinyTransformer, state: TrainState, out: Path,
-           seconds: float, evaluations: Evaluations) -> None:
+           seconds: float, evaluations: Evaluations, resumed_from: int = 0) -> None:
     """The final validation loss and a sample; metrics.json, loss.png (training and validation)
-    and attention.png (every head on held-out text), each written whole or not at all."""
+    and attention.png (every head on held-out text), each written whole or not at all.
+    `resumed_from`: the step this process started at (0 for a fresh run); `seconds` counts only
+    its steps."""
     val = evaluations.measure(state.step)
     history: History = state.history
     sample = sample_text(model, task, state.step, config.seed)
     metrics = {"task": task.name, "source": task.source, "steps": state.step,
-               "train_seconds": round(seconds, 2), "validation_loss": val,
+               "train_seconds": round(seconds, 2), "resumed_from_step": resumed_from, "validation_loss": val,
+               "validation_characters_per_token": characters_per_token(task, config.eval_size),
                "final_loss": float(np.mean(history.loss[-50:])), "vocab_size": task.vocab_size,
                "block_size": task.block_size, "sample": sample, "config": dataclasses.asdict(config),
                **dataclasses.asdict(history)}
@@ -162,11 +186,12 @@ def report(task: TextTask, config: TrainConfig, model: TinyTransformer, state: T
     name = "pydoc_data.topics" if task.source == DEFAULT_CORPUS else Path(task.source).name
     plots.loss_curve(history.loss, out / "loss.png", f"text: loss per token on {name}",
                      validation=(history.val_step, history.val_loss), ylabel="cross-entropy per token")
-    shown = task.val_ids[:min(task.block_size, 48)]
+    shown = task.val_ids[:min(task.block_size, ATTENTION_TOKENS)]
     maps = [m.numpy()[0] for m in model.attention_maps(shown[None])]
-    plots.attention_grid(maps, [repr(t)[1:-1] for t in task.tokenizer.tokens(shown.tolist())],
+    plots.attention_grid(maps, [visible(t) for t in task.tokenizer.tokens(shown.tolist())],
                          out / "attention.png",
                          "text: attention (rows: queries, columns: keys) on the start of the held-out text")
-    print(f"text: validation loss {val:.4f} nats per token after {state.step} steps "
-          f"({seconds:.1f} s of training; training loss {metrics['final_loss']:.4f}); wrote {out}/")
+    print(f"text: validation loss {loss_units(val, task, config.eval_size)} after {state.step} steps "
+          f"({trained_for(seconds, resumed_from, state.step)}; training loss {metrics['final_loss']:.4f}); "
+          f"wrote {out}/")
     print(f"sample (temperature 0.8, top-k 20): {sample!r}")

@@ -34,21 +34,31 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
     A Hugging Face folder holds config.json (model_type gpt2, llama, mistral or qwen2), the weights
     as model.safetensors or as shards listed in model.safetensors.index.json (float64, float32,
     float16 or bfloat16, converted to the default dtype), and tokenizer.json (the tokenizer is
-    None without it). A run folder of ``tinygrad-attn train`` (checkpoint.npz) gives its model
-    and its tokenizer (a text run's own; the toy tasks' symbols otherwise). The model is in eval mode.
+    None without it). A run folder of ``tinygrad-attn train`` (checkpoint.npz), or that checkpoint
+    file itself, gives its model and its tokenizer (a text run's own; the toy tasks' symbols
+    otherwise). The model is in eval mode.
 
     Raises:
-        CheckpointError: a file is missing, not what it should be, or truncated; the config has
-            an unknown model_type, key or value that changes the math; tensors are missing or
-            left over (listed); a tensor holds NaN.
+        CheckpointError: `path` is no folder (a file other than a run's checkpoint); a file is
+            missing, not what it should be, or truncated; the config has an unknown model_type,
+            key or value that changes the math; tensors are missing or left over (listed); a
+            tensor holds NaN.
         ShapeError: a tensor has the wrong shape (its name, shape and the expected shape).
     """
     folder = Path(path)
+    if folder.is_file() and folder.suffix == ".npz":            # a run's checkpoint file: as its folder
+        folder, checkpoint = folder.parent, folder
+    else:
+        checkpoint = folder / RUN_CHECKPOINT
+    if folder.is_file():
+        raise CheckpointError(f"{folder}: a file, not a folder: give a model folder (config.json, "
+                              f"model.safetensors, tokenizer.json) or a run folder (or its checkpoint.npz), "
+                              f"such as the folder that holds this file, {folder.parent}")
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: no such folder (a model folder holds config.json and "
                               f"model.safetensors, a run folder checkpoint.npz)")
-    if (folder / RUN_CHECKPOINT).is_file() and not (folder / "config.json").exists():
-        run = load_run(folder / RUN_CHECKPOINT, device="cpu")     # a text run keeps its tokenizer
+    if checkpoint.is_file() and not (folder / "config.json").exists():
+        run = load_run(checkpoint, device="cpu")                 # a text run keeps its tokenizer
         return run.model.eval(), getattr(run.task, "tokenizer", None) or task_tokenizer()
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"{folder}: no config.json (a Hugging Face model folder holds config.json, "

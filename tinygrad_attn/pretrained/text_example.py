@@ -17,6 +17,7 @@ import numpy as np
 from .. import functional as F
 from ..nn import TinyTransformer, fold
 from ..tensor import Tensor
+from ..text import visible
 from ..viz.example_graphs import Example
 
 __all__ = ["text_example"]
@@ -24,8 +25,9 @@ __all__ = ["text_example"]
 
 def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int | None = None,
                  head: int | None = None, fused: bool = True) -> Example:
-    """The example graph of `model` on `text`: block `layer` (negative counts from the end) op by
-    op, `head` the one head whose matrices are printed (None: all), `fused` attention as one op.
+    """The example graph of `model` on `text`: block `layer` op by op, `head` the one head whose
+    matrices are printed (None: all; a negative layer or head counts from the end), `fused`
+    attention as one op.
 
     Raises:
         ValueError: no tokenizer, a text of fewer than 2 tokens or more than the model's max_len,
@@ -35,16 +37,17 @@ def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int |
         raise ValueError("the model folder has no tokenizer.json, so the text cannot be made into tokens")
     ids = tokenizer.encode(text)
     if not 2 <= len(ids) <= model.max_len:
-        raise ValueError(f"--text {text!r} is {len(ids)} tokens; the loss predicts each next token, so "
-                         f"give 2 to {model.max_len} (the model's max_len)")
+        raise ValueError(f"--text {text!r} is {len(ids)} token{'' if len(ids) == 1 else 's'}; the loss "
+                         f"predicts each next token, so give 2 to {model.max_len} (the model's max_len)")
     n = len(model.blocks)
     chosen = n - 1 if layer is None else layer + n if layer < 0 else layer
     if not 0 <= chosen < n:
         raise ValueError(f"--layer {layer}: the model has {n} layers (0 to {n - 1}, or -1 for the last)")
     attn = model.blocks[chosen].attn
-    if head is not None and not 0 <= head < attn.num_heads:
+    shown = None if head is None else head + attn.num_heads if head < 0 else head
+    if shown is not None and not 0 <= shown < attn.num_heads:
         raise ValueError(f"--head {head}: layer {chosen} has {attn.num_heads} heads "
-                         f"(0 to {attn.num_heads - 1})")
+                         f"(0 to {attn.num_heads - 1}, or -1 for the last)")
     model.eval()
     attn.fused = fused
     ids_array = np.array([ids])
@@ -56,14 +59,12 @@ def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int |
         logits.name = "logits"
     loss = F.cross_entropy(logits[0, :-1], ids_array[0, 1:])
     loss.name = "loss"
-    tokens = tuple(_label(t) for t in tokenizer.tokens(ids))
-    return Example(loss=loss, model=model, tokens=tokens, head=head,
-                   intro=_intro(text, ids, tokens, logits, chosen, n, head, attn.num_heads))
-
-
-def _label(token: str) -> str:
-    """A token as a row or column label: its text without surrounding spaces ("␣" if only space)."""
-    return token.strip() or "␣"
+    tokens = tuple(visible(t) for t in tokenizer.tokens(ids))
+    known = min(tokenizer.vocab_size, logits.shape[-1])    # a model may have more logits than tokens
+    vocab = tuple(visible(t) for t in tokenizer.tokens(range(known))) + \
+        tuple(f"#{i}" for i in range(known, logits.shape[-1]))                     # logits' columns
+    return Example(loss=loss, model=model, tokens=tokens, head=shown, vocab=vocab,
+                   intro=_intro(text, ids, tokens, logits, chosen, n, shown, attn.num_heads))
 
 
 def _intro(text: str, ids: list[int], tokens: tuple[str, ...], logits: Tensor, layer: int, layers: int,

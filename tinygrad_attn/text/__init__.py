@@ -2,6 +2,7 @@
 (byte-pair encoding trained here, or a pretrained model's). No tensors are needed at this layer."""
 
 from .stream import TextStream
-from .tokenizer import CharTokenizer, HuggingFaceTokenizer, load_tokenizer, tokenizer_from_json
+from .tokenizer import CharTokenizer, HuggingFaceTokenizer, load_tokenizer, tokenizer_from_json, visible
 
-__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "TextStream", "load_tokenizer", "tokenizer_from_json"]
+__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "TextStream", "load_tokenizer", "tokenizer_from_json",
+           "visible"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import TokenizerError
 from ..files import write_atomically
 
-__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "load_tokenizer", "tokenizer_from_json"]
+__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "load_tokenizer", "tokenizer_from_json", "visible"]
 
 
 class _Tokenizer:
@@ -252,6 +252,19 @@ def _char_vocabulary(data: dict) -> str | None:
     if not vocab or any(len(c) != 1 for c in vocab) or sorted(vocab.values()) != list(range(len(vocab))):
         return None
     return "".join(sorted(vocab, key=vocab.get))
+
+
+_DRAWN = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+def visible(token: str) -> str:
+    """A token as a row, column or tick label: spaces, newlines and tabs drawn (' cat' → '␣cat',
+    '\\n' → '↵'), so that tokens that differ by a space look different.
+
+    >>> visible(" cat\\n")
+    '␣cat↵'
+    """
+    return token.translate(_DRAWN)
 
 
 def _name(char: str) -> str:

@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from .tasks import END, Task, get_task
 from .text_task import TextTask
 
-__all__ = ["accuracy", "answer", "validation_loss"]
+__all__ = ["accuracy", "answer", "characters_per_token", "validation_loss"]
 
 
 def answer(model: TinyTransformer, task: str | Task, prompts: list[list[int]]) -> list[list[int]]:
@@ -57,3 +57,12 @@ def validation_loss(model: TinyTransformer, task: TextTask, windows: int, batch_
     finally:
         model.train(was_training)
     return total / len(ids)
+
+
+def characters_per_token(task: TextTask, windows: int) -> float:
+    """How many characters of text each predicted token of ``validation_loss``'s windows holds on
+    average: the loss in nats per token divided by this is the loss in nats per character (every
+    window predicts the same number of tokens, so the ratio is exact). Each window's targets are
+    decoded whole, so a character split over two byte-level tokens counts once."""
+    _, targets = task.validation_windows(windows)
+    return sum(len(task.tokenizer.decode(row.tolist())) for row in targets) / targets.size

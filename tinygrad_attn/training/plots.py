@@ -15,7 +15,10 @@ import numpy as np
 
 from ..files import write_atomically
 
-__all__ = ["attention_grid", "loss_curve"]
+__all__ = ["LABEL_INCHES", "LABEL_POINTS", "attention_grid", "loss_curve"]
+
+LABEL_POINTS = 7            # the tick labels' size in attention_grid
+LABEL_INCHES = 0.13         # room each row and column gets, so that labels of that size never overlap
 
 
 def _pyplot():
@@ -62,14 +65,16 @@ def attention_grid(maps: Sequence[np.ndarray], tokens: Sequence[str], path: str 
     """
     plt = _pyplot()
     layers, heads = len(maps), maps[0].shape[0]
-    fig, axes = plt.subplots(layers, heads, figsize=(2.6 * heads, 2.6 * layers), squeeze=False)
+    side = max(2.6, LABEL_INCHES * len(tokens) + 0.8)       # every token keeps a label of LABEL_POINTS
+    fig, axes = plt.subplots(layers, heads, figsize=(side * heads, side * layers), squeeze=False)
+    upright = 0 if all(len(t) <= 2 for t in tokens) else 90  # longer labels stand up under the columns
     for layer, weights in enumerate(maps):
         for head in range(heads):
             ax = axes[layer][head]
             ax.imshow(weights[head], cmap="viridis", vmin=0, vmax=1)
-            ax.set_xticks(range(len(tokens)), tokens, fontsize=6)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=6)
-            ax.set_title(f"layer {layer} head {head}", fontsize=8)
+            ax.set_xticks(range(len(tokens)), tokens, fontsize=LABEL_POINTS, rotation=upright)
+            ax.set_yticks(range(len(tokens)), tokens, fontsize=LABEL_POINTS)
+            ax.set_title(f"layer {layer} head {head}", fontsize=9)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

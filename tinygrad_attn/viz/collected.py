@@ -22,6 +22,8 @@ from .. import engine
 from ..backend import to_numpy
 from ..labels import tensor_label
 from ..tensor import Tensor
+from .layout import axis_names
+from .matrices import axis_labels, fits_whole, head_of, lead_label
 
 __all__ = ["CollectedGraph", "DrawnNode", "ancestors", "collect"]
 
@@ -48,13 +50,52 @@ def _values(what: str, array: Any, rows: tuple[str, ...] | None) -> str:
     return _escape(what) + "\\l" + "".join(_escape(line) + "\\l" for line in lines)
 
 
-def _numbers(x: Any, grad: Any, show_grads: bool, tokens: tuple[str, ...] | None) -> list[str]:
+def _numbers(x: Any, grad: Any, show_grads: bool, tokens: tuple[str, ...] | None,
+             head: int | None = None, whole: float | None = None) -> list[str]:
     """The record fields with the numbers of tensor `x`: its values (and gradient) when small,
-    else their norms; every number is labelled value or grad."""
+    or as grids when each matrix fits `whole` (``matrices.fits_whole``), else their norms; every
+    number is labelled value or grad. With `head`, a (batch, head, …) tensor shows that head's
+    matrices (or norms) only."""
+    axes = axis_names(x)
+    lead = [i for i in np.ndindex(x.shape[:-2])] if len(x.shape) > 2 else [()]
+    heads = [i for i in lead if head is not None and head_of(i, x.shape, axes) is not None]
+    picked = [i for i in lead if head_of(i, x.shape, axes) in (None, head)] if heads else lead
+    if fits_whole(x.shape, whole):
+        arrays = [("value", x.data)] + ([("grad", grad)] if show_grads else [])
+        return [field for what, array in arrays
+                for field in _grids(what, array, tensor_label(x), x.shape, picked, tokens, axes)]
+    if heads:
+        def norm(array: Any) -> str:
+            return "—" if array is None else _norm(np.stack([to_numpy(array)[i] for i in picked]))
+        return [f"head {head}: ‖value‖={norm(x.data)}" + (f"  ‖grad‖={norm(grad)}" if show_grads else "")]
     if int(np.prod(x.shape)) > SMALL or len(x.shape) > 2:
         return [f"‖value‖={_norm(x.data)}" + (f"  ‖grad‖={_norm(grad)}" if show_grads else "")]
     fields = [_values("value", x.data, tokens)]
     return fields + [_values("grad", grad, tokens)] if show_grads else fields
+
+
+def _grids(what: str, array: Any, name: str, shape: tuple[int, ...], lead: list[tuple[int, ...]],
+           tokens: tuple[str, ...] | None, axes: tuple[str, ...] | None) -> list[str]:
+    """Record fields drawing each matrix of `array` (those at `lead`) whole as a grid: a column of
+    row labels, then one column per column of the matrix headed by its label (tokens where they
+    index the sequence, as the stepper labels them); a caption 'value [batch 0, head 1]' above."""
+    if array is None:
+        return [f"{what} —"]
+    values = to_numpy(array).astype(np.float64) + 0.0          # + 0.0: −0 prints as 0
+    if values.ndim == 0:
+        return [_escape(f"{what} {float(values):.3g}")]
+    rows, cols = axis_labels(name, values.shape, tokens, None, axes)
+    if values.ndim == 1:
+        values, rows = values[None], [""]
+    fields = []
+    for index in lead:
+        matrix = values[index]
+        caption = f"{what} [{lead_label(index, shape, axes, tokens)}]" if index else what
+        columns = [["", *rows]] + [[col, *(f"{float(v):.3g}" for v in matrix[:, j])]
+                                   for j, col in enumerate(cols)]
+        grid = "|".join("{" + "|".join(_escape(cell) for cell in column) + "}" for column in columns)
+        fields += [_escape(caption), "{" + grid + "}"]
+    return fields
 
 
 def _escape(text: str) -> str:
@@ -176,12 +217,13 @@ def _tensors(t: Tensor) -> list[Tensor]:
 
 
 def _tensor_attrs(x: Tensor, show_grads: bool, tokens: tuple[str, ...] | None,
-                  masked_later: bool = False) -> dict[str, str]:
+                  masked_later: bool = False, head: int | None = None,
+                  whole: float | None = None) -> dict[str, str]:
     grad = x.grad if x.node is None else x.node.grad
     fields = [_escape(tensor_label(x)), _escape(f"{x.shape} {x.dtype}")]
     if masked_later:        # the unfused S: the fused op's S shows −inf where this one does not
         fields.append(_escape("scores before the mask: softmax applies it (no −inf here)"))
-    fields += _numbers(x, grad, show_grads, tokens)
+    fields += _numbers(x, grad, show_grads, tokens, head, whole)
     attrs = {"label": "{" + "|".join(fields) + "}", "shape": "record"}
     if x.node is None and x.requires_grad:
         attrs.update(style="filled", fillcolor="lightblue" if x.name else "white")
@@ -191,9 +233,11 @@ def _tensor_attrs(x: Tensor, show_grads: bool, tokens: tuple[str, ...] | None,
 
 
 def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: str | None = None,
-            tokens: tuple[str, ...] | None = None) -> CollectedGraph:
+            tokens: tuple[str, ...] | None = None, head: int | None = None,
+            whole: float | None = None) -> CollectedGraph:
     """The nodes, edges and module clusters of the graph that made `t`, with modules folded as
-    `collapse` and `expand` ask (arguments as in ``draw_graph``)."""
+    `collapse` and `expand` ask (arguments as in ``draw_graph``); `head` and `whole` pick the
+    numbers a tensor's record shows (``_numbers``)."""
     tensors = _tensors(t)
     modules = {m.path: m for x in tensors if x.node is not None
                for m in [x.node.scope] if m is not None and hasattr(m, "path")}
@@ -218,7 +262,8 @@ def collect(t: Tensor, show_grads: bool = True, collapse: Any = None, expand: st
         if target is None:
             ids[id(x)] = f"t{index}"
             nodes[ids[id(x)]] = DrawnNode(ids[id(x)], "tensor", cluster_of(path),
-                                          _tensor_attrs(x, show_grads, tokens, id(x) in masked_later))
+                                          _tensor_attrs(x, show_grads, tokens, id(x) in masked_later,
+                                                        head, whole))
             continue
         ids[id(x)] = fold = f"m_{target}"
         inside = (steps[id(x)],) if id(x) in steps else ()

@@ -19,7 +19,7 @@ from ..engine import no_grad
 from ..labels import named
 from ..nn import Embedding, Linear, Module, MultiHeadAttention, TinyTransformer, TransformerBlock
 from ..tensor import Tensor
-from .notes import format_number
+from .matrices import format_number
 
 __all__ = ["AttentionHead", "EXAMPLES", "Example", "TwoLayerMLP", "WORDS", "block", "head", "llama", "mha",
            "mlp", "model"]

@@ -30,7 +30,8 @@ from .dot import emit
 from .forward import ForwardStep, forward_steps
 from .image import layout, write_file
 from .layout import axis_names
-from .stepper import Step, axis_labels, backprop_steps, corner_indices, lead_label, param_text
+from .matrices import axis_labels, corner_indices, fits_whole, head_of, lead_label
+from .stepper import Step, backprop_steps, param_text
 
 __all__ = ["EDGE", "Explorer", "NON_FINITE", "WHOLE_MATRIX", "array_json", "explore", "foldable_modules",
            "forward_json", "graph_svg", "graph_views", "script_safe_json", "step_json"]
@@ -42,29 +43,35 @@ EDGE = 4
 
 
 def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
-               vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None
-               ) -> dict[str, Any] | None:
+               vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None,
+               head: int | None = None, whole: float | None = None) -> dict[str, Any] | None:
     """An array as {shape, data (flat, row-major), rows, cols, captions (one per matrix: 'batch 0,
     head 1', as the stepper labels them, `axes` saying a 4-D array's layout)}; ±inf and nan
     become strings ("inf", "-inf", "nan") since JSON has no such numbers. None stays None.
 
     A matrix (the last two axes) of more than ``WHOLE_MATRIX`` numbers (a model's (tokens, 576)
     activations, its (tokens, vocabulary) logits) is sent as NumPy prints it: its first and last
-    ``EDGE`` rows and columns, "…" between, with ``full_shape`` and its ``range`` (min, max), so
-    that a large model's page stays a few MB."""
+    ``EDGE`` rows and columns, "…" between, with ``corners``, ``full_shape`` and its ``range`` (min, max), so
+    that a large model's page stays a few MB; unless each matrix fits `whole` (``fits_whole``):
+    then it is sent whole and ``numbers`` tells the viewer to print every number. With `head`,
+    only that head's matrices of a (batch, head, …) array are sent (``head`` says which)."""
     if array is None:
         return None
     values = to_numpy(array).astype(np.float64)
     rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
-    captions = [lead_label(index, values.shape, axes, tokens) for index in np.ndindex(values.shape[:-2])] \
-        if values.ndim > 2 else []
-    extra: dict[str, Any] = {}
+    lead = list(np.ndindex(values.shape[:-2])) if values.ndim > 2 else []
+    extra: dict[str, Any] = {"numbers": fits_whole(values.shape, whole)}
+    if head is not None and any(head_of(index, values.shape, axes) is not None for index in lead):
+        lead = [index for index in lead if head_of(index, values.shape, axes) in (None, head)]
+        extra["head"] = head
+        values = np.stack([values[index] for index in lead])
+    captions = [lead_label(index, to_numpy(array).shape, axes, tokens) for index in lead]
     gap = np.zeros(values.shape, dtype=bool)
     matrix = values if values.ndim >= 2 else values.reshape(1, -1)
-    if values.ndim and matrix.shape[-2] * matrix.shape[-1] > WHOLE_MATRIX:
+    if values.ndim and matrix.shape[-2] * matrix.shape[-1] > WHOLE_MATRIX and not extra["numbers"]:
         finite = values[np.isfinite(values)]
-        extra = {"full_shape": list(values.shape),
-                 "range": [float(finite.min()), float(finite.max())] if finite.size else None}
+        extra.update(corners=True, full_shape=list(to_numpy(array).shape),
+                     range=[float(finite.min()), float(finite.max())] if finite.size else None)
         keep_rows, keep_cols = corner_indices(matrix.shape[-2], EDGE), corner_indices(matrix.shape[-1], EDGE)
         small = matrix[..., [i or 0 for i in keep_rows], :][..., [j or 0 for j in keep_cols]]
         gap = np.broadcast_to(np.array([[i is None or j is None for j in keep_cols] for i in keep_rows]),
@@ -75,15 +82,17 @@ def array_json(array: Any, name: str, tokens: tuple[str, ...] | None,
     data = ["…" if hidden else v if math.isfinite(v) else ("nan" if math.isnan(v) else NON_FINITE[v])
             for v, hidden in zip(values.reshape(-1).tolist(), gap.reshape(-1).tolist())]
     integer = to_numpy(array).dtype.kind in "biu"          # masks, ids: shown as 1, 0, 3
+    if "head" in extra and "full_shape" not in extra:
+        extra["full_shape"] = list(to_numpy(array).shape)
     return {"shape": list(values.shape), "data": data, "rows": rows, "cols": cols, "captions": captions,
             "integer": integer, **extra}
 
 
 def step_json(step: Step) -> dict[str, Any]:
     """What the viewer shows for one step (which node draws it depends on the view: see
-    ``graph_views``)."""
+    ``graph_views``), with the step's head and whole (``Step``)."""
     def array(value: Any, name: str, axes: tuple[str, ...] | None = None) -> dict[str, Any] | None:
-        return array_json(value, name, step.tokens, step.vocab, axes)
+        return array_json(value, name, step.tokens, step.vocab, axes, step.head, step.whole)
 
     out_axes, in_axes = step.layouts()
     inputs = [{"name": name, "shape": None if shape is None else list(shape), "grad": array(grad, name, axes)}
@@ -112,7 +121,7 @@ def forward_json(f: ForwardStep) -> dict[str, Any]:
             "params": [param_text(name, value, f.input_shapes) for name, value in f.params],
             "inputs": [{"name": name, "shape": None if shape is None else list(shape)}
                        for name, shape in zip(f.input_names, f.input_shapes)],
-            "value": array_json(f.value, f.name, f.tokens, f.vocab, axis_names(f.tensor))}
+            "value": array_json(f.value, f.name, f.tokens, f.vocab, axis_names(f.tensor), f.head, f.whole)}
 
 
 def foldable_modules(graph: CollectedGraph) -> list[str]:
@@ -186,22 +195,24 @@ class Explorer:
 
 def explore(loss: Tensor, path: str | Path | None = None, tokens: tuple[str, ...] | None = None,
             title: str = "backprop explorer", vocab: tuple[str, ...] | None = None,
-            forward: bool = False) -> Explorer:
+            forward: bool = False, head: int | None = None, whole: float | None = None) -> Explorer:
     """Run the backward pass from `loss` step by step and build the explorer page.
 
     The leaves' ``.grad`` are filled as by ``loss.backward()``. `tokens` label sequence
     positions (rows and columns of attention matrices), `vocab` the columns of logits; `path`,
     when given, is where the page is written (parent folders created). With `forward` the page
     walks the forward pass first (``forward_steps``: each op in the order it ran, with its
-    output's value), then the backward pass.
+    output's value), then the backward pass. `head` shows only that head's matrices of (batch,
+    head, …) arrays; `whole` sends each matrix of at most that many rows and columns whole and
+    prints every number of it (math.inf: every matrix), as ``array_json`` says.
 
     Raises:
         ValueError: `loss` does not require a gradient, or `path` cannot be written (with why).
     """
     if not loss.requires_grad:
         raise ValueError(f"explore: the loss {loss.shape} does not require grad: nothing to backpropagate")
-    ops = [forward_json(f) for f in forward_steps(loss, tokens, vocab)] if forward else []
-    steps = list(backprop_steps(loss, tokens=tokens, vocab=vocab))
+    ops = [forward_json(f) for f in forward_steps(loss, tokens, vocab, head, whole)] if forward else []
+    steps = list(backprop_steps(loss, tokens=tokens, vocab=vocab, head=head, whole=whole))
     views = graph_views(loss, tokens)
     data = {"title": title, "tokens": list(tokens) if tokens else None, "forward": ops,
             "steps": [step_json(step) for step in steps],

@@ -18,7 +18,8 @@ from .. import engine
 from ..labels import scope_name
 from ..tensor import Tensor
 from .layout import axis_names
-from .stepper import format_array, label, op_params, param_text
+from .matrices import format_array
+from .stepper import label, op_params, param_text
 
 __all__ = ["ForwardStep", "forward_steps", "op_math"]
 
@@ -37,6 +38,7 @@ class ForwardStep:
         params: the op's keyword parameters, by name.
         tensor: the output tensor (its ``.data`` is the value shown).
         tokens, vocab: labels of the sequence positions and of the columns of logits.
+        head, whole: the one head printed and the matrices printed whole, as ``Step``'s.
     """
 
     index: int
@@ -51,6 +53,8 @@ class ForwardStep:
     tensor: Tensor
     tokens: tuple[str, ...] | None = None
     vocab: tuple[str, ...] | None = None
+    head: int | None = None
+    whole: float | None = None
 
     @property
     def value(self) -> Any:
@@ -70,7 +74,7 @@ class ForwardStep:
         lines.append(f"  inputs: {', '.join(inputs)}")
         lines.append(f"  value of {self.name}:")
         lines += format_array(self.tensor.data, self.name, self.tokens, vocab=self.vocab,
-                              axes=axis_names(self.tensor))
+                              axes=axis_names(self.tensor), head=self.head, whole=self.whole)
         return "\n".join(lines)
 
 
@@ -81,8 +85,10 @@ def op_math(op: Any) -> str:
 
 
 def forward_steps(loss: Tensor, tokens: tuple[str, ...] | None = None,
-                  vocab: tuple[str, ...] | None = None) -> Iterator[ForwardStep]:
-    """The ops that made `loss`, in the order they ran, each with its output's value.
+                  vocab: tuple[str, ...] | None = None, head: int | None = None,
+                  whole: float | None = None) -> Iterator[ForwardStep]:
+    """The ops that made `loss`, in the order they ran, each with its output's value (`head` and
+    `whole` as in ``backprop_steps``).
 
     Nothing is computed again and no gradient is touched: it reads the graph `loss` holds. Only
     ops whose output requires grad are in the graph (the ones the backward pass visits).
@@ -103,4 +109,4 @@ def forward_steps(loss: Tensor, tokens: tuple[str, ...] | None = None,
             input_names=tuple("None" if p is None else label(p, order) for p in node.parents),
             input_shapes=tuple(None if p is None else p.shape for p in node.parents),
             params=op_params(node),
-            tensor=t, tokens=tokens, vocab=vocab)
+            tensor=t, tokens=tokens, vocab=vocab, head=head, whole=whole)

@@ -15,9 +15,9 @@ import numpy as np
 from .. import engine
 from ..backend import to_numpy
 from ..labels import scope_name, tensor_label
+from .matrices import format_number, head_of, lead_label
 
-__all__ = ["Notes", "TINY", "attention_zeros", "broadcast_matmul_sums", "format_number", "is_parameter",
-           "shared_kv_heads"]
+__all__ = ["Notes", "TINY", "attention_zeros", "broadcast_matmul_sums", "is_parameter", "shared_kv_heads"]
 
 
 TINY = 1e-5         # a gradient this small relative to the one arriving counts as zero (rounding)
@@ -41,9 +41,10 @@ class Notes:
         self.order = order
         self.parts: dict[int, list[tuple[str, Any]]] = {}     # id(tensor) → (source, gradient sent)
 
-    def explain(self, index: int, event: engine.BackwardEvent, insides: tuple, tokens: Any
-                ) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
-        """(notes, parts) of step `index`; `parts` are (source, gradient) when several ops sent one."""
+    def explain(self, index: int, event: engine.BackwardEvent, insides: tuple, tokens: Any,
+                head: int | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+        """(notes, parts) of step `index`; `parts` are (source, gradient) when several ops sent one;
+        `head`: notes on per-head matrices name only that head's (the ones the stepper prints)."""
         t, node = event.tensor, event.tensor.node
         parts = tuple(self.parts.pop(id(t), ()))
         notes = []
@@ -56,7 +57,8 @@ class Notes:
                     (f"step {index} ({node.op.name}{_in(node)}, input {i})", g))
         inside = {i.symbol: to_numpy(i.array) for i in insides}
         if "P" in inside and "dS" in inside:
-            notes += attention_zeros(inside["P"], inside["dS"], inside.get("S"), tokens, "dQ")
+            notes += attention_zeros(inside["P"], inside["dS"], inside.get("S"), tokens, "dQ", head,
+                                     inside.get("dP"))
         elif node.op.name == "softmax" and event.sent[0] is not None:
             scores = _masked_scores(node)
             if node.parents[1] is not None:
@@ -64,7 +66,8 @@ class Notes:
                              "masking: softmax applies the keep mask inside, so −inf shows nowhere here; "
                              "the fused attention step (without --unfused) prints S with −inf at the "
                              "masked cells")
-            notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None)
+            notes += attention_zeros(to_numpy(t.data), to_numpy(event.sent[0]), scores, tokens, None, head,
+                                     to_numpy(event.grad))
         notes += shared_kv_heads(node, inside, event)
         notes += broadcast_matmul_sums(node, event)
         notes += _key_bias_zero(t, node, event)
@@ -92,10 +95,17 @@ def _masked_scores(node: Any) -> np.ndarray:
 
 
 def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, tokens: Any,
-                    query_grad: str | None) -> list[str]:
-    """Notes on the exact zeros of dS = P ⊙ (dP − rowsum(dP ⊙ P)): masked cells and one-hot rows."""
+                    query_grad: str | None, head: int | None = None, dp: np.ndarray | None = None
+                    ) -> list[str]:
+    """Notes on the zeros of dS = P ⊙ (dP − rowsum(dP ⊙ P)): masked cells, rows whose P is
+    one-hot, rows whose dP is 0. Each row is named as the stepper captions its matrix ('batch 0,
+    head 3'); with `head`, only that head's matrices (the ones printed) are noted. A one-hot row's
+    dS is 0 in exact arithmetic; where float rounding leaves a few units in the last place (D is
+    dP's entry at the one key summed in another order), the note says so and gives the value."""
     notes, shape = [], p.shape
+    lead = list(np.ndindex(shape[:-2]))
     p, ds = p.reshape((-1,) + p.shape[-2:]), ds.reshape((-1,) + ds.shape[-2:])
+    dp = None if dp is None else dp.reshape(p.shape)
     if scores is not None:
         masked = np.isneginf(np.broadcast_to(scores, shape)).reshape(p.shape)
         if masked.any():
@@ -107,19 +117,59 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
                          f"and no gradient; dP = dO Vᵀ is computed at every cell, so it need not be 0 "
                          f"there, and P ⊙ (dP − D) removes it")
     names = list(tokens) if tokens is not None and len(tokens) == p.shape[-2] else None
-    for m in range(len(p)):
+    shown = [(m, index) for m, index in enumerate(lead or [()])
+             if head is None or head_of(index, shape, None) in (None, head)]     # the matrices printed
+    found: dict[tuple[str, int, int], list[tuple[str, float]]] = {}   # (kind, row, key) → (matrix, |dS|)
+    for m, index in shown:
+        caption = f"[{lead_label(index, shape, None, tokens)}]" if index else ""
         for row in range(p.shape[-2]):
             nonzero = np.flatnonzero(p[m, row])
-            head = f"{_matrix_name(m, len(p))}row {repr(names[row]) if names else row}"
+            largest = float(np.abs(ds[m, row]).max())
             if len(nonzero) == 0:
-                notes.append(f"{head} of P is all 0 (every key masked): its output and gradients are 0")
-            elif len(nonzero) == 1 and p[m, row, nonzero[0]] == 1 and not ds[m, row].any():
-                key = repr(names[nonzero[0]]) if names and p.shape[-1] == len(names) else str(nonzero[0])
-                then = f", and so is that row of {query_grad} = scale · dS K" if query_grad else ""
-                notes.append(f"{head} of dS is 0{then}: the query sees only key {key} (its P row is "
-                             f"one-hot), and dS = P ⊙ (dP − rowsum(dP ⊙ P)) = 0 when one P is 1 and "
-                             f"the rest 0")
+                kind, key = "masked", -1
+            elif dp is not None and not dp[m, row].any():
+                kind, key = "no gradient", -1
+            elif len(nonzero) == 1 and p[m, row, nonzero[0]] == 1:
+                scale = float(np.abs(dp[m, row]).max()) if dp is not None else largest
+                kind = "one-hot" if largest == 0 else "one-hot, rounded" if largest <= TINY * scale else ""
+                key = int(nonzero[0])
+            else:
+                continue
+            if kind:
+                found.setdefault((kind, row, key), []).append((caption, largest))
+    dq = f", and so is that row of {query_grad} = scale · dS K" if query_grad else ""
+    for (kind, row, key), found_in in found.items():
+        where = "" if len(lead) <= 1 else " in every matrix" if len(found_in) == len(shown) > 1 else \
+            " in " + ", ".join(caption for caption, _ in found_in)
+        what = f"row {_position(names, row)}"
+        if kind == "masked":
+            notes.append(f"{what} of P is all 0{where} (every key masked): its output and gradients are 0")
+            continue
+        if kind == "no gradient":
+            notes.append(f"{what} of dP is 0{where}, so that row of dS is 0{dq}: no gradient arrives at "
+                         f"this query's output (that row of dO is 0, as at the last position, whose next "
+                         f"token the loss does not predict)")
+            continue
+        seen = _position(names, key) if names and p.shape[-1] == len(names) else str(key)
+        why = (f"the query sees only key {seen} (its P row is one-hot), and dS = P ⊙ (dP − "
+               f"rowsum(dP ⊙ P)) = 0 when one P is 1 and the rest 0")
+        if kind == "one-hot":
+            notes.append(f"{what} of dS is 0{where}{dq}: {why}")
+        else:
+            values = ", ".join(format_number(v) for _, v in found_in)
+            small = f", and that row of {query_grad} = scale · dS K as small" if query_grad else ""
+            notes.append(f"{what} of dS is 0 up to float rounding{where} (largest |value| {values}){small}: "
+                         f"{why}; but D = rowsum(dO ⊙ O) is dP's entry at that key, dO · V, summed in "
+                         f"another order, so dP − D keeps a few units in the last place")
     return notes
+
+
+def _position(names: list[str] | None, i: int) -> str:
+    """A row or column by its token, with its position where the token occurs more than once:
+    "'cat'", "'t' (position 6)"."""
+    if names is None:
+        return str(i)
+    return repr(names[i]) + (f" (position {i})" if names.count(names[i]) > 1 else "")
 
 
 def shared_kv_heads(node: Any, inside: dict[str, np.ndarray], event: engine.BackwardEvent) -> list[str]:
@@ -196,28 +246,6 @@ def broadcast_matmul_sums(node: Any, event: engine.BackwardEvent) -> list[str]:
 def _term(value: float) -> str:
     """A number in a written sum: negative ones in parentheses, 0.1 + (−0.2)."""
     return f"({format_number(value)})" if value < 0 else format_number(value)
-
-
-def format_number(value: float) -> str:
-    """Four significant digits, so that every printed number can be checked to its last digit:
-    0.1004, 0.002406, 0.0003125, 3.142e-05; from 0.1 up, four decimals (1.2346, 12.3457); an exact
-    zero as 0 (a tiny non-zero never looks like 0)."""
-    if value == 0:
-        return "0"
-    if np.isnan(value):
-        return "nan"
-    if np.isinf(value):
-        return "−inf" if value < 0 else "inf"
-    exponent = int(f"{value:.3e}".split("e")[1])     # of the value rounded to 4 digits
-    if exponent >= -1:
-        return f"{value:.4f}"
-    if exponent >= -4:
-        return f"{value:.{3 - exponent}f}"
-    return f"{value:.3e}"
-
-
-def _matrix_name(m: int, count: int) -> str:
-    return f"matrix {m}, " if count > 1 else ""
 
 
 def _unpicked_zero(node: Any) -> list[str]:

@@ -18,22 +18,13 @@ import numpy as np
 
 from .. import engine
 from ..apply import seed_gradient
-from ..backend import to_numpy
 from ..labels import scope_name, tensor_label
 from ..tensor import Tensor
 from .layout import axis_names
-from .notes import Notes, format_number, is_parameter
+from .matrices import format_array, format_number
+from .notes import Notes, is_parameter
 
-__all__ = ["ATTENTION_MATRICES", "Inside", "Step", "VOCABULARY_MATRICES", "WHOLE", "axis_labels",
-           "backprop_steps", "corner_indices", "format_array", "format_number", "label", "lead_label",
-           "op_params", "param_text"]
-
-
-WHOLE = 64          # arrays up to this many elements print whole
-# Tensors whose last two axes are (query, key): their columns are tokens too.
-ATTENTION_MATRICES = ("S", "P", "Q Kᵀ", "dP", "dS", "keep")
-# Tensors whose last axis is the vocabulary (logits, cross-entropy's probabilities).
-VOCABULARY_MATRICES = ("logits", "probs")
+__all__ = ["Inside", "Step", "backprop_steps", "label", "op_params", "param_text"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +76,9 @@ class Step:
         tensor: the output tensor itself.
         vocab: the words of the vocabulary, for the columns of logits (None: numbered).
         head: the one head whose matrices are printed (None: every head).
+        whole: print each matrix of at most this many rows and columns whole (math.inf: every
+            matrix; None: arrays of more than 64 numbers print their corners), as
+            ``matrices.format_array``.
     """
 
     index: int
@@ -108,6 +102,7 @@ class Step:
     tensor: Tensor
     vocab: tuple[str, ...] | None = None
     head: int | None = None
+    whole: float | None = None
 
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
@@ -124,20 +119,17 @@ class Step:
                 if id(value) in shown:
                     continue                    # printed below, where backward uses it
                 lines.append(f"  saved: {self.saved_label(name, value)}   [value{_mask_meaning(value)}]")
-                lines += format_array(value, name, self.tokens, vocab=self.vocab,
-                                      axes=self.saved_axes(value), head=self.head)
+                lines += self.array_lines(value, name, self.saved_axes(value))
         lines.append(f"  gradient arriving, dL/d({self.name}):")
-        lines += format_array(self.grad, self.name, self.tokens, vocab=self.vocab, axes=out_axes,
-                              head=self.head)
+        lines += self.array_lines(self.grad, self.name, out_axes)
         for source, part in self.parts:
             lines.append(f"    part from {source}:")
-            lines += format_array(part, self.name, self.tokens, indent="        ", vocab=self.vocab,
-                                  axes=out_axes, head=self.head)
+            lines += self.array_lines(part, self.name, out_axes, indent="        ")
         for inside in self.insides:
             what = f"value of {inside.symbol}" if inside.kind == "value" else \
                 f"gradient dL/d{inside.symbol[1:]}"
             lines.append(f"  inside: {inside.equation}   [{what}]")
-            lines += format_array(inside.array, inside.symbol, self.tokens, vocab=self.vocab, head=self.head)
+            lines += self.array_lines(inside.array, inside.symbol)
         inputs = zip(self.input_names, self.input_shapes, self.sent, self.formula, in_axes)
         for i, (name, shape, g, formula, axes) in enumerate(inputs):
             if shape is None:
@@ -154,9 +146,15 @@ class Step:
             else:
                 lines.append(f"  → input {i} {name} {shape}: gradient sent, dL/d({name}):")
                 lines.append(f"      formula  {formula}")
-                lines += format_array(g, name, self.tokens, vocab=self.vocab, axes=axes, head=self.head)
+                lines += self.array_lines(g, name, axes)
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def array_lines(self, array: Any, name: str, axes: tuple[str, ...] | None = None,
+                    indent: str = "      ") -> list[str]:
+        """`array` as ``format_array`` prints it with this step's tokens, vocabulary, head and
+        `whole`."""
+        return format_array(array, name, self.tokens, indent, self.vocab, axes, self.head, self.whole)
 
     def layouts(self) -> tuple[tuple[str, ...] | None, tuple[tuple[str, ...] | None, ...]]:
         """The axis names (``layout.axis_names``) of the output and of each input: what the
@@ -196,125 +194,16 @@ def _mask_meaning(value: Any) -> str:
     return "; 1 = takes part, 0 = masked" if getattr(value, "dtype", None) == np.bool_ else ""
 
 
-def axis_labels(name: str, shape: tuple[int, ...], tokens: tuple[str, ...] | None,
-                vocab: tuple[str, ...] | None = None,
-                axes: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
-    """Row and column labels of the last two axes: tokens where they index the sequence, the
-    vocabulary's words where they index the next word (logits), 'head h' where `axes` (the
-    array's axis names, ``layout.axis_names``) say the rows are heads."""
-    rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1] if shape else 1)
-    row_labels, col_labels = [str(i) for i in range(rows)], [str(j) for j in range(cols)]
-    if axes is not None and axes[-2] == "head":
-        return [f"head {h}" for h in range(rows)], col_labels
-    if vocab is not None and name in VOCABULARY_MATRICES and cols == len(vocab):
-        col_labels = list(vocab)
-    if tokens is None:
-        return row_labels, col_labels
-    fits = len(tokens)
-    if name in ATTENTION_MATRICES and rows == cols == fits:
-        return list(tokens), list(tokens)
-    if name == "D" and cols == 1 and rows == fits:       # attention's D: one number per query
-        return list(tokens), ["D"]
-    if name == "Kᵀ" and cols == fits:
-        return row_labels, list(tokens)
-    if len(shape) >= 2 and rows == fits and name not in ("Kᵀ",) and not name.endswith(("weight", "bias")):
-        return list(tokens), col_labels
-    return row_labels, col_labels
-
-
-def format_array(array: Any, name: str, tokens: tuple[str, ...] | None, indent: str = "      ",
-                 vocab: tuple[str, ...] | None = None, axes: tuple[str, ...] | None = None,
-                 head: int | None = None) -> list[str]:
-    """Lines showing `array`: whole (as labelled matrices, one per leading index) up to 64
-    elements; else its shape, norm and range, then each matrix as NumPy prints a large one (its
-    first and last rows and columns, … between), the first two only unless `head` picks one
-    head. `axes` names a 4-D array's axes (``layout.axis_names``): (batch, head, …) or (batch,
-    token, …); `head` keeps only that head's matrices of a (batch, head, …) array."""
-    if array is None:
-        return [indent + "—"]
-    original = to_numpy(array)
-    values = original.astype(np.float64)
-    show = (lambda v: str(int(v))) if original.dtype.kind in "biu" else format_number   # masks, ids
-    lead = [i for i in (np.ndindex(values.shape[:-2]) if values.ndim > 2 else [()])
-            if head is None or _head_of(i, values.shape, axes) in (None, head)]
-    lines: list[str] = []
-    if values.size > WHOLE:
-        flat = ", ".join(format_number(v) for v in values.reshape(-1)[:4])
-        finite = values[np.isfinite(values)]
-        span = f", min {format_number(finite.min())}, max {format_number(finite.max())}" \
-            if finite.size else ""
-        norm = format_number(float(np.linalg.norm(finite)))
-        lines.append(f"{indent}{values.size} numbers, shape {values.shape}: ‖·‖ = {norm}{span}; "
-                     f"first: {flat}, …")
-        if values.ndim < 2:
-            return lines
-        if len(lead) > 2 and head is None:
-            hint = "; --head picks one head" if values.ndim > 3 else ""
-            lines.append(f"{indent}(the first 2 of {len(lead)} matrices{hint})")
-            lead = lead[:2]
-    if values.ndim == 0:
-        return [indent + show(float(values))]
-    rows, cols = axis_labels(name, values.shape, tokens, vocab, axes)
-    for index in lead:
-        matrix = values[index] if values.ndim >= 2 else values[None]
-        if index:
-            lines.append(f"{indent}[{lead_label(index, values.shape, axes, tokens)}]")
-        edge = 3 if values.size > WHOLE else values.size        # whole when small
-        keep_rows, keep_cols = corner_indices(matrix.shape[0], edge), corner_indices(matrix.shape[1], edge)
-        row_names = [rows[i] if i is not None else "…" for i in keep_rows] if values.ndim >= 2 else [""]
-        col_names = [cols[j] if j is not None else "…" for j in keep_cols]
-        cells = [[show(matrix[i, j]) if i is not None and j is not None else "…" for j in keep_cols]
-                 for i in keep_rows]
-        width = max(len(c) for row in cells + [col_names] for c in row) + 2
-        pad = max(len(r) for r in row_names)
-        lines.append(indent + " " * pad + "".join(f"{c:>{width}}" for c in col_names))
-        for label, row in zip(row_names, cells):
-            lines.append(indent + f"{label:>{pad}}" + "".join(f"{c:>{width}}" for c in row))
-    return lines
-
-
-def corner_indices(n: int, edge: int = 3) -> list[int | None]:
-    """Indices NumPy shows of an axis of length n: all up to 2·edge + 2, else the first and last
-    `edge` with None (…) between."""
-    return list(range(n)) if n <= 2 * edge + 2 else [*range(edge), None, *range(n - edge, n)]
-
-
-def _head_of(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, ...] | None) -> int | None:
-    """The query head of a leading index of a (B, H, rows, cols) or grouped (B, Hkv, G, rows,
-    cols) array; None where the array has no head axis (or a kv head shared by its group)."""
-    if len(shape) == 4 and (axes is None or axes[1] == "head"):
-        return index[1]
-    if len(shape) == 5 and shape[2] > 1:
-        return index[1] * shape[2] + index[2]
-    return None
-
-
-def lead_label(index: tuple[int, ...], shape: tuple[int, ...], axes: tuple[str, ...] | None = None,
-               tokens: tuple[str, ...] | None = None) -> str:
-    """'batch 0, head 1' for (B, H, rows, cols) arrays, 'batch 0, token 'cat'' for token-major
-    (B, T, H, D) ones (`axes` from ``layout.axis_names`` says which); 'batch 0, kv head 0, query
-    head 1' for grouped-query attention's (B, Hkv, G, rows, cols) view (query head j·G + g),
-    'batch 0, kv head 0' for a key or value (B, Hkv, 1, rows, cols) that its group shares; else
-    the indices."""
-    if len(shape) == 5:
-        batch, kv_head, member = index
-        shared = "" if shape[2] == 1 else f", query head {kv_head * shape[2] + member}"
-        return f"batch {batch}, kv head {kv_head}{shared}"
-    names = axes[:2] if axes is not None and len(shape) == 4 else \
-        ("batch", "head") if len(shape) == 4 else ("batch",) if len(shape) == 3 else ()
-    if len(names) != len(index):
-        return ", ".join(str(i) for i in index)
-    return ", ".join(f"token {tokens[i]!r}" if n == "token" and tokens is not None and len(tokens) == size
-                     else f"{n} {i}" for n, i, size in zip(names, index, shape))
-
-
 def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | None = None,
-                   vocab: tuple[str, ...] | None = None, head: int | None = None) -> Iterator[Step]:
+                   vocab: tuple[str, ...] | None = None, head: int | None = None,
+                   whole: float | None = None) -> Iterator[Step]:
     """Run the backward pass from `loss` one op node at a time, yielding a ``Step`` for each.
 
     `grad` is as in ``Tensor.backward`` (omitted for a single-element loss); `tokens` label the
     sequence positions in the printed matrices, `vocab` the columns of logits; `head` prints only
-    that head of (batch, head, …) arrays. Leaf gradients are accumulated as the pass goes, exactly
+    that head of (batch, head, …) arrays; `whole` prints each matrix of at most that many rows
+    and columns whole (math.inf: all of them; None: an array of more than 64 numbers prints its
+    corners). Leaf gradients are accumulated as the pass goes, exactly
     as ``backward()`` does.
 
     Example:
@@ -332,7 +221,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
         node = event.tensor.node
         insides = tuple(Inside(symbol, equation, event.trace[symbol])
                         for symbol, equation in node.op.insides if event.trace and symbol in event.trace)
-        step_notes, parts = notes.explain(index, event, insides, tokens)
+        step_notes, parts = notes.explain(index, event, insides, tokens, head)
         yield Step(
             index=index, op=node.op.name, name=label(event.tensor, order),
             formula=node.op.formulas_at(node.ctx, len(node.parents)),
@@ -344,7 +233,8 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
             saved_values=tuple(v for v in node.ctx.saved.values() if v is not None),
             params=op_params(node),
             grad=event.grad, sent=event.sent, insides=insides,
-            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab, head=head)
+            notes=step_notes, parts=parts, tokens=tokens, tensor=event.tensor, vocab=vocab, head=head,
+            whole=whole)
 
 
 def op_params(node: engine.Node) -> tuple[tuple[str, Any], ...]:

@@ -15,7 +15,8 @@
   const forwardAt = {};                    // backward step → its op's place in the forward phase
   forward.forEach((f, k) => { forwardAt[f.backward] = k; });
   const panel = document.getElementById("panel");
-  const DENSE = 64;       // matrices with more cells are drawn as colours only (numbers on hover)
+  const DENSE = 64;       // matrices with more cells are drawn as colours only (numbers on hover),
+                          // unless the page was asked for them whole (explore --whole: arr.numbers)
   window.explorerTimings = [];     // ms from a key press or click to the panel laid out
 
   // --- the graph: one pre-laid-out picture per fold state (data.views), nodes and edges by DOT id --
@@ -102,10 +103,12 @@
   // A labelled heatmap of an array: one table per leading index (batch, head); `masked` marks
   // flat positions whose key is hidden by the mask (S = −∞ there).
   let integerCells = false;      // the array being drawn holds integers (a mask, ids): no decimals
+  let everyNumber = false;       // the array was sent whole to be printed whole (explore --whole)
   function heatmap(arr, masked) {
     if (!arr) return '<div class="none">—</div>';
     const shape = arr.shape, data = arr.data;
     integerCells = arr.integer;
+    everyNumber = arr.numbers;
     if (shape.length === 0) return `<div class="array">${table([""], [""], null, 0, data)}</div>`;
     const cols = shape[shape.length - 1];
     const rows = shape.length >= 2 ? shape[shape.length - 2] : 1;
@@ -120,28 +123,34 @@
       out += table(rowLabels, arr.cols, masked, m * per, data, rows, cols, scale, caption);
     }
     let summary = `shape (${(arr.full_shape || shape).join(", ")})`;
-    if (arr.full_shape) {
+    if (arr.head !== undefined) summary += ` · head ${arr.head} only (--head)`;
+    if (arr.corners) {
       summary += ` · too large to show whole: its first and last rows and columns` +
-        (arr.range ? `, min ${num(arr.range[0])}, max ${num(arr.range[1])}` : "");
+        (arr.range ? `, min ${num(arr.range[0])}, max ${num(arr.range[1])}` : "") +
+        ` (explore --whole sends every row and column)`;
     }
     if (data.length > DENSE) {
       const norm = Math.sqrt(finite.reduce((s, v) => s + v * v, 0));
-      summary += ` · ${data.length} numbers, ‖·‖ = ${num(norm)}, max |·| = ${num(scale)} (hover a cell for its number)`;
+      summary += ` · ${data.length} numbers, ‖·‖ = ${num(norm)}, max |·| = ${num(scale)}` +
+        (arr.numbers ? "" : " (hover a cell for its row, column and number; explore --whole prints every number)");
     }
     return `<div class="array"><div class="matrices">${out}</div><div class="summary">${summary}</div></div>`;
   }
   function table(rowLabels, colLabels, masked, offset, data, rows = 1, cols = 1, scale = 0, caption = "") {
     if (scale === 0 && typeof data[offset] === "number") scale = Math.abs(data[offset]);
-    const dense = rows * cols > DENSE;
+    const dense = rows * cols > DENSE && !everyNumber;     // colours only; labels on both axes still
     let h = `<div>${caption ? `<div class="caption">${esc(caption)}</div>` : ""}<table class="heat${dense ? " dense" : ""}">`;
-    if (!dense && cols > 1) h += "<tr><th></th>" + colLabels.map((c) => `<th>${esc(c)}</th>`).join("") + "</tr>";
+    if (cols > 1) h += "<tr><th></th>" + colLabels.map((c) => `<th class="col"><span>${esc(c)}</span></th>`).join("") + "</tr>";
     for (let r = 0; r < rows; r++) {
-      h += `<tr><th>${dense ? "" : esc(rowLabels[r] === undefined ? "" : rowLabels[r])}</th>`;
+      const row = rowLabels[r] === undefined ? "" : rowLabels[r];
+      h += `<tr><th class="row">${esc(row)}</th>`;
       for (let c = 0; c < cols; c++) {
         const flat = offset + r * cols + c, v = data[flat];
         const hidden = v === "-inf" || (masked && masked.has(flat));
         const text = integerCells ? String(v) : num(v);
-        h += `<td class="c${hidden ? " masked" : ""}" data-v="${v}" title="${esc(text)}"` +
+        const where = (caption ? caption + ", " : "") + (rows > 1 || row !== "" ? `row ${row}, ` : "") +
+          (cols > 1 ? `column ${colLabels[c]}: ` : "");
+        h += `<td class="c${hidden ? " masked" : ""}" data-v="${v}" title="${esc(where + text)}"` +
           ` style="background:${colour(v, scale)}">${dense ? "" : text}</td>`;
       }
       h += "</tr>";
