@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_atomically
+from ..labels import printable
 from ..nn import TinyTransformer
 from ..nn.sampling import generate_beyond_context
 from ..text import CharTokenizer, HuggingFaceTokenizer
@@ -178,7 +179,7 @@ def report(task: TextTask, config: TrainConfig, model: TinyTransformer, state: T
                      validation=(history.val_step, history.val_loss), ylabel="cross-entropy per token")
     shown = task.val_ids[:min(task.block_size, 48)]
     maps = [m.numpy()[0] for m in model.attention_maps(shown[None])]
-    plots.attention_grid(maps, [repr(t)[1:-1] for t in task.tokenizer.tokens(shown.tolist())],
+    plots.attention_grid(maps, [printable(t) for t in task.tokenizer.tokens(shown.tolist())],
                          out / "attention.png",
                          "text: attention (rows: queries, columns: keys) on the start of the held-out text")
     print(f"text: validation loss {val:.4f} nats per token after {state.step} steps "
