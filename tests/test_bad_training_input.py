@@ -16,6 +16,7 @@ from tinygrad_attn import nn, optim
 from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
 from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
+from tinygrad_attn.training.config import ConfigError
 from tinygrad_attn.training.tasks import END, EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
@@ -110,14 +111,20 @@ def test_clip_grad_norm_error_if_nonfinite_as_in_pytorch():
     ("clip", INF, "TrainConfig: clip must be a finite number, got inf"),
     ("weight_decay", -INF, "TrainConfig: weight_decay must be a finite number, got -inf"),
     ("dropout", NAN, "TrainConfig: dropout must be a finite number, got nan"),
-    ("weight_decay", -0.1, "weight_decay >= 0"),
-    ("seed", -1, "seed >= 0"),
+    ("weight_decay", -0.1, "TrainConfig: weight_decay must be 0 or more, got -0.1"),
+    ("seed", -1, "TrainConfig: seed must be 0 or more, got -1"),
+    ("lr", 0.0, "TrainConfig: lr must be above 0, got 0.0"),
+    ("warmup", -1, "TrainConfig: warmup must be 0 or more, got -1"),
+    ("dropout", 1.0, "TrainConfig: dropout must be in [0, 1), got 1.0"),
+    ("clip", 0.0, "TrainConfig: clip must be above 0, got 0.0"),
     ("device", "gpu", "TrainConfig: unknown device 'gpu': expected one of ('cpu', 'cuda')"),
 ])
 def test_train_config_refuses_non_finite_and_impossible_settings(field, value, message):
     with pytest.raises(ValueError) as error:
         TrainConfig(**{field: value})
     assert message in str(error.value)
+    if isinstance(error.value, ConfigError):                 # one field at fault: the train command's flag
+        assert (error.value.field, f"TrainConfig: {field} {error.value.problem}") == (field, str(error.value))
 
 
 TINY = TrainConfig(steps=6, d_model=16, num_heads=2, num_layers=1, batch_size=8, warmup=2)
@@ -231,9 +238,12 @@ def test_cli_a_resumed_checkpoint_that_diverges_at_once_is_named_as_the_cause(tm
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--lr", "nan"], "error: TrainConfig: lr must be a finite number, got nan"),
-    (["--lr", "inf"], "error: TrainConfig: lr must be a finite number, got inf"),
-    (["--dropout", "nan"], "error: TrainConfig: dropout must be a finite number, got nan"),
+    (["--lr", "nan"], "error: --lr must be a finite number, got nan"),
+    (["--lr", "inf"], "error: --lr must be a finite number, got inf"),
+    (["--dropout", "nan"], "error: --dropout must be a finite number, got nan"),
+    (["--seed", "-1"], "error: --seed must be 0 or more, got -1"),
+    (["--heads", "0"], "error: --heads must be at least 1, got 0"),
+    (["--min-lr=-1e-4"], "error: --min-lr must be 0 or more, got -0.0001"),
     (["--stop-after", "-3"], "error: --stop-after must be at least 1, got -3"),
     (["--stop-after", "0"], "error: --stop-after must be at least 1, got 0"),
     (["--save-every", "-1"], "error: --save-every must be 0 (only at the end) or more, got -1"),

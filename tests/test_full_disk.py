@@ -16,7 +16,8 @@ import pytest
 
 from tinygrad_attn import files
 from tinygrad_attn.errors import SaveError
-from tinygrad_attn.training import checkpoint
+from tinygrad_attn.training import TrainConfig, TrainState, checkpoint, make_model, save_run
+from tinygrad_attn.training.tasks import get_task
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sets RLIMIT_FSIZE")
 
@@ -112,6 +113,30 @@ def test_graph_out_past_the_limit_leaves_no_truncated_file_and_an_earlier_one_as
                                      f"large (it needs ")
     assert picture.read_text() == "<svg>an earlier drawing</svg>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg"]
+
+
+def test_export_past_the_limit_is_one_line_and_leaves_its_folder_as_it_was(tmp_path):
+    """A new folder is not made; a model being replaced (--overwrite) keeps every byte. The weights
+    are written first and need more than the limit (was: safetensors' own error, a traceback)."""
+    config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
+    model = make_model("reverse", config)
+    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config,
+             get_task("reverse"))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text('{"model_type": "gpt2"}')
+    (old / "generation_config.json").write_text("{}")
+    for out, flags in ((tmp_path / "new", []), (old, ["--overwrite"])):
+        code, err = run_limited(4000, "export", str(tmp_path / "run"), str(out), *flags)
+        assert code == 2
+        line = last_line(err)
+        assert line.startswith(f"tinygrad-attn export: cannot write {out}/model.safetensors: File too large "
+                               f"(it needs ")
+        assert line.endswith(" kB, above the file-size limit, see ulimit -f)")
+        assert needed(line) > 4000 and len(err.splitlines()) == 1
+    assert not (tmp_path / "new").exists()
+    assert sorted(p.name for p in old.iterdir()) == ["config.json", "generation_config.json"]
+    assert (old / "config.json").read_text() == '{"model_type": "gpt2"}'
 
 
 def test_a_full_disk_names_the_file_the_space_needed_and_the_space_free(tmp_path, monkeypatch):

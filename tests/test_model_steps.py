@@ -12,7 +12,7 @@ from tinygrad_attn import functional as F
 from tinygrad_attn import nn
 from tinygrad_attn.commands.cli import main
 from tinygrad_attn.pretrained.text_example import text_example
-from tinygrad_attn.text import HuggingFaceTokenizer
+from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer
 from tinygrad_attn.viz.explorer import array_json
 from tinygrad_attn.viz.matrices import format_array
 from tinygrad_attn.viz.stepper import backprop_steps
@@ -106,6 +106,22 @@ def test_large_matrices_print_their_corners():
     assert sent["shape"] == [3, 9, 9] and sent["full_shape"] == [3, 40, 50] and sent["range"] == [0, 5999]
     assert sent["cols"] == ["0", "1", "2", "3", "…", "46", "47", "48", "49"] and sent["data"][4] == "…"
     assert sent["data"][9 * 9 + 8] == 2000 + 49          # matrix 1, row 0, last column
+
+
+def test_token_labels_show_control_characters_escaped(tmp_path, capsys):
+    """A tokenizer's token can be an escape sequence (ESC [2J clears a terminal): step prints it as
+    Python writes it, in the intro and in the labels of every matrix (whitespace drawn: ↵ ⇥)."""
+    chars = " \n\x1b[2Jab\t"
+    ta.manual_seed(0)
+    model = nn.TinyTransformer(len(chars), 8, 2, 1, 16, head_bias=False)
+    ta.save_pretrained(model, tmp_path, CharTokenizer(chars))
+    assert main(["step", "--model", str(tmp_path), "--text", "a\x1b[2Jb\nab\t", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert all(c.isprintable() or c == "\n" for c in out)               # no ESC, tab or other control
+    assert "10 tokens 'a'(6) '\\x1b'(2) '['(3) '2'(4) 'J'(5) 'b'(7) '↵'(1) 'a'(6) 'b'(7) '⇥'(8)" in out
+    assert re.search(r"after +'b' → '↵' +p = ", out)
+    rows = {line.split()[0] for line in out.splitlines() if line.startswith("        ")}
+    assert {"\\x1b", "↵", "⇥"} <= rows                           # matrices' row labels
 
 
 def test_step_command_on_a_saved_model(tmp_path, capsys):

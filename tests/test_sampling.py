@@ -2,6 +2,7 @@
 reproducibility, generating past the context, and the `sample` command on a text run."""
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -43,6 +44,30 @@ def test_bad_sampling_arguments_name_themselves():
         next_token(LOGITS, 1.0, top_k=0, rng=np.random.default_rng())
     with pytest.raises(ValueError, match="needs a random generator"):
         next_token(LOGITS, 1.0)
+
+
+@pytest.mark.parametrize("temperature", [1e-320, 5e-324, 1e-300, 1e-30])
+def test_a_tiny_temperature_takes_the_argmax_without_overflow(temperature):
+    """softmax(z / T) → the argmax as T → 0: the largest logit goes first, so (z − max) / T is at
+    worst −∞ (probability 0), never +∞ (NaN); below the smallest normal float T is the argmax itself."""
+    logits = np.random.default_rng(1).normal(size=(6, 9)) * np.array([[1.0], [1e-3], [1e3], [1e300],
+                                                                        [1.0], [1.0]])
+    logits[4, 3] = logits[4].max() + 1e-9                    # a lead of 1e-9 still decides
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                       # no overflow or invalid-value warning
+        for top_k in (None, 3):
+            drawn = next_token(logits, temperature, top_k, np.random.default_rng(0))
+            np.testing.assert_array_equal(drawn, logits.argmax(-1))
+
+
+def test_logits_far_apart_sample_as_their_softmax():
+    """Logits of ±1e308 (their difference overflows) at T = 1: the largest always wins, no NaN."""
+    logits = np.array([[1e308, -1e308, 0.0], [-np.inf, 2.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws = next_token(np.repeat(logits, 500, axis=0), 1.0, rng=np.random.default_rng(0))
+    assert (draws[:500] == 0).all()                                           # row 0, 500 times
+    assert set(draws[500:].tolist()) == {1, 2}                                # a tie: both drawn, never −∞
 
 
 def _model(max_len=12):
@@ -182,12 +207,31 @@ def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_r
     (["the", "--temperature", "-0.5"], "temperature must be a finite number ≥ 0"),
     (["the", "--top-k", "0"], "top_k must be at least 1"),
     (["the", "--max-new-tokens", "-1"], "--max-new-tokens must be 0 or more, got -1"),
+    (["the", "--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["the", "--temperature", "inf"], "temperature must be a finite number ≥ 0 (0: always the most likely "
+                                      "token), got inf"),
+    (["the", "--temperature", "nan"], "temperature must be a finite number ≥ 0"),
 ])
 def test_bad_prompts_and_flags_are_one_clear_message(text_run, capsys, flags, message):
     capsys.readouterr()
     assert cli.main(["sample", str(text_run), *flags]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
+
+
+def test_a_temperature_too_small_to_divide_by_is_greedy_and_says_so(text_run, capsys):
+    capsys.readouterr()
+    greedy = ["sample", str(text_run), "the c", "--max-new-tokens", "20", "--seed", "1", "--temperature"]
+    assert cli.main([*greedy, "0"]) == 0
+    expected = capsys.readouterr()
+    assert cli.main([*greedy, "1e-320"]) == 0
+    out, err = capsys.readouterr()
+    assert out == expected.out and expected.err == ""
+    assert err == ("note: --temperature 1e-320 is below 2.23e-308, too small to divide the logits by, so "
+                   "each token is the most likely one (as with --temperature 0)\n")
+    model, _, _, task = load_run(text_run)
+    ids = generate_beyond_context(model, np.array(task.tokenizer.encode("the c")), 20)       # greedy
+    assert out == task.tokenizer.decode(ids.tolist()) + "\n"
 
 
 def test_toy_runs_still_answer_greedily_and_refuse_sampling_flags(tmp_path, capsys):

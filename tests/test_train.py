@@ -110,7 +110,7 @@ def test_accuracy_is_exact_match_of_the_generated_answer_through_the_end_token()
 
 @pytest.mark.parametrize("bad, match", [(dict(steps=0), "steps must be at least 1"),
                                         (dict(d_model=30, num_heads=4), "not divisible"),
-                                        (dict(lr=-1.0), "lr > 0")])
+                                        (dict(lr=-1.0), "lr must be above 0, got -1.0")])
 def test_bad_configs_are_refused_before_training(bad, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**bad)

@@ -9,7 +9,7 @@ import pytest
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer, visible
-from tinygrad_attn.training import TrainConfig, checkpoint, load_run, make_model, train
+from tinygrad_attn.training import TrainConfig, TrainState, checkpoint, load_run, make_model, save_run, train
 from tinygrad_attn.training.evaluation import validation_loss
 from tinygrad_attn.training.text_task import TextTask
 
@@ -137,13 +137,30 @@ def test_bad_text_flags_are_one_clear_message_each(corpus, tmp_path, capsys):
          f"the text has {len(set(TEXT))} distinct characters, more than --vocab-size 10"),
         (["--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "100"],
          "byte-level BPE needs --vocab-size at least 256"),
-        (["--file", str(corpus), "--block-size", "0"], "--block-size must be at least 1, got 0"),
-        (["--file", str(corpus), "--eval-every", "0"], "eval_every must be at least 1, got 0"),
+        (["--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "0"],
+         "byte-level BPE needs --vocab-size at least 256 (one id for each byte value, so any text can be "
+         "encoded), got 0"),
+        (["--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", str(2**20 + 1)],
+         "byte-level BPE takes --vocab-size at most 1,048,576 (real models use 30,000 to 260,000; the "
+         "trainer sets memory aside for each id asked for), got 1,048,577"),
+        (["--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "5000000000"],
+         "--vocab-size at most 1,048,576 (real models use 30,000 to 260,000; the trainer sets memory "
+         "aside for each id asked for), got 5,000,000,000"),
+        (["--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", str(10**20)],
+         "got 100,000,000,000,000,000,000"),
+        (["--file", str(corpus), "--block-size", "0"], "--block-size must be at least 2, got 0: the samples"),
+        (["--file", str(corpus), "--block-size", "1", "--save-every", "2", "--eval-every", "3"],
+         "error: --block-size must be at least 2, got 1: the samples after every --eval-every steps and at "
+         "the end continue one token of held-out text, so the model must read that token and the one it "
+         "writes"),
+        (["--file", str(corpus), "--eval-every", "0"], "error: --eval-every must be at least 1, got 0"),
+        (["--file", str(corpus), "--seed", "-1"], "error: --seed must be 0 or more, got -1"),
     ]
     for flags, message in cases:
         assert cli.main(["train", "text", *TINY[:-8], *flags, "--out", str(tmp_path / "run")]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.splitlines()) == 1, (flags, err)
+        assert not (tmp_path / "run").exists()                       # refused before anything is written
     assert cli.main(["train", "copy", "--file", str(corpus), "--block-size", "8"]) == 2
     assert "--file, --block-size are for `train text` only, not the toy task copy" in capsys.readouterr().err
 
@@ -163,6 +180,21 @@ def test_resuming_on_another_text_or_vocabulary_is_refused(corpus, tmp_path, cap
     corpus.write_text(TEXT + "changed")
     assert cli.main(["train", "text", "--resume", str(out)]) == 2
     assert f"{corpus.resolve()} is not the text this run was trained on" in capsys.readouterr().err
+
+
+def test_a_saved_run_of_one_token_blocks_is_refused_before_resuming(corpus, tmp_path, capsys):
+    """Such a run (saved before --block-size 1 was refused) would train, then fail at its first sample."""
+    task = TextTask.from_text(TEXT, CharTokenizer.from_text(TEXT), block_size=1, source=str(corpus.resolve()))
+    config = TrainConfig(steps=4, d_model=16, num_heads=2, num_layers=1, batch_size=8)
+    model = make_model(task, config)
+    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config, task)
+    before = (tmp_path / "run" / "checkpoint.npz").read_bytes()
+    assert cli.main(["train", "text", "--resume", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'run' / 'checkpoint.npz'} has block size 1, which cannot be "
+                          f"resumed: the samples after every --eval-every steps") and err.count("\n") == 1
+    assert (tmp_path / "run" / "checkpoint.npz").read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint.npz"]
 
 
 def test_long_blocks_run_attention_as_the_flash_kernel(monkeypatch):

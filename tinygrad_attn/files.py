@@ -29,7 +29,7 @@ from .errors import SaveError
 _TMP = ".tmp"                               # a file being written: .NAME.<32 hex digits>.tmp
 _HEX = re.compile("[0-9a-f]{32}")
 
-__all__ = ["remove_leftover_temporaries", "save_error", "write_atomically"]
+__all__ = ["remove_leftover_temporaries", "save_error", "write_atomically", "write_together"]
 
 
 def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryIO], None],
@@ -43,7 +43,44 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
     Raises:
         SaveError: the file could not be written; `path` is unchanged.
     """
-    path = Path(path)
+    return write_together(Path(path).parent, {Path(path).name: content}, {Path(path).name: size})[0]
+
+
+def write_together(folder: str | os.PathLike, contents: dict[str, bytes | Callable[[BinaryIO], None]],
+                   sizes: dict[str, int | None] | None = None) -> list[Path]:
+    """Write several files into `folder`, each as `write_atomically` does, so that none changes
+    unless every one was written: all the temporary files first, then each renamed over its name
+    in the order given (a rename needs no space, so a full disk stops the writing before any), and
+    a model's files are never half old, half new. Returns the paths written.
+
+    Raises:
+        SaveError: a file could not be written (every file in `folder` is unchanged), or, rarely,
+            renamed (the files before it in `contents` are the new ones).
+    """
+    folder, sizes = Path(folder), sizes or {}
+    written: list[tuple[Path, Path]] = []
+    try:
+        for name, content in contents.items():
+            written.append((folder / name, _write_temporary(folder / name, content, sizes.get(name))))
+    except BaseException:
+        for _, tmp in written:
+            tmp.unlink(missing_ok=True)
+        raise
+    for i, (path, tmp) in enumerate(written):
+        try:
+            os.replace(tmp, path)
+        except BaseException as error:
+            for _, left in written[i:]:
+                left.unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise save_error(path, error, None) from None
+            raise
+    return [path for path, _ in written]
+
+
+def _write_temporary(path: Path, content: bytes | Callable[[BinaryIO], None], size: int | None) -> Path:
+    """`content` written and flushed to disk in a new temporary file beside `path`; SaveError for
+    `path` (the temporary file removed) if it cannot be."""
     exact = isinstance(content, bytes)
     size = len(content) if exact else size
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{_TMP}")
@@ -59,13 +96,12 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
                 content(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         if isinstance(error, OSError) and not isinstance(error, SaveError):
             raise save_error(path, error, size, exact) from None
         raise
-    return path
+    return tmp
 
 
 def remove_leftover_temporaries(folder: Path, names: tuple[str, ...]) -> list[Path]:

@@ -1,4 +1,5 @@
-"""How messages, steps and drawings name things: a tensor, an op's input, a module, an op's place.
+"""How messages, steps and drawings name things: a tensor, an op's input, a module, an op's place,
+and how they print a text that may hold control characters (a token).
 
 Every name here reads public attributes only (``Tensor.name``, ``.op``, ``.requires_grad``, a
 module's ``path``), so the stepper, the graph drawing and the engine's errors agree on them.
@@ -12,13 +13,24 @@ if TYPE_CHECKING:
     from ..tensor import Tensor
 
 
-__all__ = ["input_label", "named", "op_location", "scope_name", "tensor_label"]
+__all__ = ["input_label", "named", "op_location", "printable", "scope_name", "tensor_label"]
 
 
 def named(t: Tensor, name: str) -> Tensor:
     """`t`, given the name that steps and drawings show for it (S, P, logits, …)."""
     t.name = name
     return t
+
+
+def printable(text: str) -> str:
+    r"""`text` safe to print on a terminal: each character that is not printable (a control
+    character such as ESC, which can clear the screen; a newline, a tab) written as Python
+    escapes it, every other character as it is.
+
+    >>> print(printable("bold\x1b[1m\n é"))
+    bold\x1b[1m\n é
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def tensor_label(t: Tensor) -> str:

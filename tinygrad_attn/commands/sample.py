@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
-from ..nn.sampling import check_sampling, generate_beyond_context
+from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
 from ..text import TextStream
 from ..training import answer, load_run
@@ -96,6 +96,11 @@ def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namesp
     check_sampling(temperature, top_k)
     if new < 0:
         raise ValueError(f"--max-new-tokens must be 0 or more, got {new}")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be 0 or more, got {args.seed}")
+    if 0 < temperature < GREEDY_BELOW:
+        print(f"note: --temperature {temperature} is below {GREEDY_BELOW:.3g}, too small to divide the "
+              f"logits by, so each token is the most likely one (as with --temperature 0)", file=sys.stderr)
     if not args.input:
         raise ValueError('the prompt is empty: give at least one character to continue, e.g. "\\n"')
     prompt = task.tokenizer.encode(args.input)          # TokenizerError names a character it lacks

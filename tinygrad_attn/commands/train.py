@@ -37,6 +37,7 @@ from ..training import (
     run_contents,
     train,
 )
+from ..training.config import ConfigError
 from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
 from ..training.saved_run import checkpoint_file, saved_step
@@ -123,6 +124,8 @@ def _run(args: argparse.Namespace) -> int:
                     if saved_step(folder.checkpoint) is not None else ""
                 print(f"{_stopped(stop)}; {_on_disk(folder.checkpoint)}{resume}", file=sys.stderr)
                 return _exit_code(stop)
+    except ConfigError as e:                    # a flag's value: named by its flag
+        return _fail(f"{flag(e.field)} {e.problem}")
     except (CheckpointError, DeviceError, ValueError) as e:
         return _fail(str(e))
     except MemoryError as e:

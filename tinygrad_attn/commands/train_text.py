@@ -21,6 +21,7 @@ from ..nn import TinyTransformer
 from ..nn.sampling import generate_beyond_context
 from ..text import CharTokenizer, HuggingFaceTokenizer, visible
 from ..text.corpus import DEFAULT_CORPUS, default_corpus, read_corpus
+from ..text.tokenizer import MAX_BPE_VOCABULARY
 from ..training import History, TrainConfig, TrainState, plots
 from ..training.evaluation import characters_per_token, validation_loss
 from ..training.text_task import TextTask
@@ -57,8 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser, config_flag: Callable[[str], 
                        help="char: one token per character (default); bpe: byte-level byte-pair "
                             "encoding trained on the text")
     group.add_argument("--vocab-size", type=int, metavar="N",
-                       help=f"bpe: the vocabulary to train (≥ 256, default {VOCAB_SIZE}); char: the most "
-                            f"distinct characters allowed (default: as many as the text has)")
+                       help=f"bpe: the vocabulary to train (256 to {MAX_BPE_VOCABULARY:,}, default "
+                            f"{VOCAB_SIZE}); char: the most distinct characters allowed (default: as many "
+                            f"as the text has)")
     group.add_argument("--block-size", type=int, metavar="N",
                        help=f"tokens the model reads at once (default {BLOCK_SIZE}; from 512 on, "
                             f"attention runs as the flash kernel)")
@@ -66,12 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser, config_flag: Callable[[str], 
 
 def text_task(args: argparse.Namespace) -> TextTask:
     """The task the text flags describe; ValueError (a TokenizerError among them) for bad input."""
-    text, source = _read_text(args.file)
     block_size = args.block_size if args.block_size is not None else BLOCK_SIZE
-    if block_size < 1:
-        raise ValueError(f"--block-size must be at least 1, got {block_size}")
+    _check_block_size(block_size, f"--block-size must be at least 2, got {block_size}")
+    text, source = _read_text(args.file)
     if args.tokenizer == "bpe":
-        tokenizer = HuggingFaceTokenizer.train_bpe(text, args.vocab_size or VOCAB_SIZE)
+        vocab_size = VOCAB_SIZE if args.vocab_size is None else args.vocab_size
+        tokenizer = HuggingFaceTokenizer.train_bpe(text, vocab_size)
     else:
         tokenizer = CharTokenizer.from_text(text, args.vocab_size)
     return TextTask.from_text(text, tokenizer, block_size, source)
@@ -88,9 +90,21 @@ def continue_text(task: TextTask, args: argparse.Namespace, checkpoint: Path) ->
         raise ValueError(f"cannot change {', '.join(flag(k) for k in changed)} when "
                          f"resuming (the checkpoint has "
                          + ", ".join(f"{k.replace('_', ' ')} {fixed[k]}" for k in changed) + ")")
+    _check_block_size(task.block_size, f"{checkpoint} has block size {task.block_size}, which cannot be "
+                                        f"resumed")
     file = args.file if args.file is not None else None if task.source == DEFAULT_CORPUS else task.source
     text, _ = _read_text(file)
     return task.with_text(text, file or DEFAULT_CORPUS)
+
+
+def _check_block_size(block_size: int, refusal: str) -> None:
+    """ValueError (`refusal` and why) unless a model reading `block_size` tokens can write a sample:
+    it continues one token of held-out text, every --eval-every steps and at the end, so it needs
+    room for two."""
+    if block_size < 2:
+        raise ValueError(f"{refusal}: the samples after every --eval-every steps and at the end continue "
+                         f"one token of held-out text, so the model must read that token and the one it "
+                         f"writes")
 
 
 def _read_text(file: str | None) -> tuple[str, str]:

@@ -5,7 +5,9 @@ and top-k.
 
 T → 0 approaches the argmax (T = 0 is the argmax itself); T = 1 samples the model's own
 distribution; T > 1 flattens it. Top-k cuts the long tail of unlikely tokens, whose sum is what
-makes a sampled text wander off.
+makes a sampled text wander off. The largest logit is subtracted before dividing by T, so a tiny T
+never overflows: the others go to −∞ and the draw is the argmax, as in the limit. A T below
+``GREEDY_BELOW`` (the smallest normal float64, whose reciprocal is still finite) is the argmax.
 
 Example:
     >>> logits = np.array([[1.0, 3.0, 2.0]])
@@ -24,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_sampling", "generate_beyond_context", "next_token"]
+__all__ = ["GREEDY_BELOW", "check_sampling", "generate_beyond_context", "next_token"]
+
+GREEDY_BELOW = float(np.finfo(np.float64).tiny)     # 2.2e-308: 1 / T overflows below it
 
 
 def check_sampling(temperature: float, top_k: int | None) -> None:
@@ -38,23 +42,25 @@ def check_sampling(temperature: float, top_k: int | None) -> None:
 
 def next_token(logits: np.ndarray, temperature: float = 0.0, top_k: int | None = None,
                rng: np.random.Generator | None = None) -> np.ndarray:
-    """One token id per row of `logits` (batch, vocab): the argmax for temperature 0, else a draw
-    from softmax(logits / temperature) restricted to the `top_k` largest logits, made with `rng`.
+    """One token id per row of `logits` (batch, vocab): the argmax for temperature 0 (or below
+    ``GREEDY_BELOW``), else a draw from softmax(logits / temperature) restricted to the `top_k`
+    largest logits, made with `rng`.
 
     Returns:
         Integer ids, (batch,).
     """
     check_sampling(temperature, top_k)
     logits = np.asarray(logits, dtype=np.float64)
-    if temperature == 0:
+    if temperature < GREEDY_BELOW:
         return logits.argmax(axis=-1)
     if rng is None:
         raise ValueError("next_token: sampling (temperature > 0) needs a random generator, rng")
-    scaled = logits / temperature
+    with np.errstate(over="ignore"):            # (z − max) / T ≤ 0: at worst −∞, probability 0
+        scaled = (logits - logits.max(axis=-1, keepdims=True)) / temperature
     if top_k is not None and top_k < scaled.shape[-1]:
         kth = np.partition(scaled, -top_k, axis=-1)[:, -top_k, None]              # (batch, 1)
         scaled = np.where(scaled >= kth, scaled, -np.inf)
-    probs = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+    probs = np.exp(scaled)
     probs /= probs.sum(axis=-1, keepdims=True)
     cumulative = probs.cumsum(axis=-1)                                            # (batch, vocab)
     draws = rng.random((len(probs), 1)) * cumulative[:, -1:]

@@ -8,13 +8,13 @@ The tensors are then read one at a time through a memory map, so loading holds a
 tensor beyond the model. NumPy has no bfloat16, so safetensors' NumPy API cannot read it: the
 bytes are read here as ``ml_dtypes.bfloat16`` and converted.
 
-Writing uses ``safetensors.numpy.save_file`` with the metadata transformers expects.
+Writing uses ``safetensors.numpy.save`` with the metadata transformers expects, to bytes that the
+caller writes atomically.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 
-__all__ = ["TensorEntry", "list_tensors", "read_tensor", "write_tensors"]
+__all__ = ["TensorEntry", "encode_tensors", "list_tensors", "read_tensor"]
 
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
 MAX_HEADER = 100 * 2**20        # safetensors' own limit on the header
@@ -126,8 +126,8 @@ def read_tensor(name: str, entry: TensorEntry, dtype: np.dtype) -> np.ndarray:
     return array
 
 
-def write_tensors(path: str | os.PathLike, tensors: dict[str, np.ndarray]) -> None:
-    """Write `tensors` to one safetensors file, with the metadata transformers reads ("pt")."""
-    from safetensors.numpy import save_file
+def encode_tensors(tensors: dict[str, np.ndarray]) -> bytes:
+    """`tensors` as the bytes of one safetensors file, with the metadata transformers reads ("pt")."""
+    from safetensors.numpy import save
 
-    save_file(tensors, str(path), metadata={"format": "pt"})
+    return save(tensors, metadata={"format": "pt"})

@@ -73,12 +73,13 @@ def _intro(text: str, ids: list[int], tokens: tuple[str, ...], logits: Tensor, l
     z = z - z.max(axis=-1, keepdims=True)
     log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
     heads_shown = f"head {head} of {heads} printed" if head is not None else f"all {heads} heads printed"
-    lines = [f"text {text!r}: {len(ids)} tokens " + " ".join(f"{t!r}({i})" for t, i in zip(tokens, ids)),
+    quoted = [f"'{token}'" for token in tokens]            # labels are escaped already: no repr
+    lines = [f"text {text!r}: {len(ids)} tokens " + " ".join(f"{t}({i})" for t, i in zip(quoted, ids)),
              f"layer {layer} of 0…{layers - 1} is stepped op by op ({heads_shown}); the other "
              f"{layers - 1} blocks are folded, one step each.",
              "next-token predictions (the loss is their mean −log p):"]
     for t in range(len(ids) - 1):
         p = float(np.exp(log_p[t, ids[t + 1]]))
-        lines.append(f"  after {tokens[t]!r:>12} → {tokens[t + 1]!r:<12} p = {p:.4f}, −log p = "
+        lines.append(f"  after {quoted[t]:>12} → {quoted[t + 1]:<12} p = {p:.4f}, −log p = "
                      f"{-log_p[t, ids[t + 1]]:.4f}")
     return "\n".join(lines)

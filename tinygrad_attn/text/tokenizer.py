@@ -32,8 +32,10 @@ from pathlib import Path
 
 from ..errors import TokenizerError
 from ..files import write_atomically
+from ..labels import printable
 
-__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "load_tokenizer", "tokenizer_from_json", "visible"]
+__all__ = ["CharTokenizer", "HuggingFaceTokenizer", "MAX_BPE_VOCABULARY", "load_tokenizer",
+           "tokenizer_from_json", "visible"]
 
 
 class _Tokenizer:
@@ -146,11 +148,16 @@ class HuggingFaceTokenizer(_Tokenizer):
     def train_bpe(cls, text: str, vocab_size: int) -> HuggingFaceTokenizer:
         """Byte-level BPE trained on `text`: the 256 byte values, then merges of the most frequent
         adjacent pairs until there are `vocab_size` ids (fewer if the text runs out of pairs that
-        repeat). Spaces and newlines are kept, so decode(encode(text)) == text."""
+        repeat); `vocab_size` from 256 to ``MAX_BPE_VOCABULARY``, else TokenizerError. Spaces and
+        newlines are kept, so decode(encode(text)) == text."""
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
         if vocab_size < _BYTES:
             raise TokenizerError(f"byte-level BPE needs --vocab-size at least {_BYTES} (one id for "
                                  f"each byte value, so any text can be encoded), got {vocab_size}")
+        if vocab_size > MAX_BPE_VOCABULARY:
+            raise TokenizerError(f"byte-level BPE takes --vocab-size at most {MAX_BPE_VOCABULARY:,} (real "
+                                 f"models use 30,000 to 260,000; the trainer sets memory aside for each "
+                                 f"id asked for), got {vocab_size:,}")
         if not text:
             raise TokenizerError("cannot train a BPE vocabulary on an empty text")
         tokenizer = Tokenizer(models.BPE())
@@ -232,6 +239,7 @@ def _read(path: str | os.PathLike) -> tuple[str, str]:
 
 
 _BYTES = 256
+MAX_BPE_VOCABULARY = 2**20
 _NO_UNKNOWN = "[UNK]"     # named as the unknown token but never in a character vocabulary
 
 
@@ -259,12 +267,14 @@ _DRAWN = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 
 def visible(token: str) -> str:
     """A token as a row, column or tick label: spaces, newlines and tabs drawn (' cat' → '␣cat',
-    '\\n' → '↵'), so that tokens that differ by a space look different.
+    '\\n' → '↵'), so that tokens that differ by a space look different, and any other control
+    character escaped (``labels.printable``: a token may be an escape sequence that would clear
+    the terminal).
 
     >>> visible(" cat\\n")
     '␣cat↵'
     """
-    return token.translate(_DRAWN)
+    return printable(token.translate(_DRAWN))
 
 
 def _name(char: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backend import DEVICES
 
-__all__ = ["ARCHS", "TrainConfig", "config_from_dict"]
+__all__ = ["ARCHS", "ConfigError", "TrainConfig", "config_from_dict"]
 
 
 # The TinyTransformer options of each architecture; "llama" also halves the key/value heads
@@ -19,6 +19,15 @@ ARCHS: dict[str, dict[str, Any]] = {
     "default": {},
     "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope", "head_bias": False},
 }
+
+
+class ConfigError(ValueError):
+    """One TrainConfig field that cannot work: ``field``, and ``problem`` (what is wrong with its
+    value, in words that follow the field's name), so that the ``train`` command can name its flag."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"TrainConfig: {field} {problem}")
+        self.field, self.problem = field, problem
 
 
 def _setting(default: Any, meaning: str) -> Any:
@@ -65,22 +74,26 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the first field that cannot work."""
+        """Raise ValueError naming the first field that cannot work: a ConfigError where one
+        field's value alone is wrong."""
         for name in ("steps", "batch_size", "d_model", "num_heads", "num_layers", "eval_size", "eval_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig: {name} must be at least 1, got {getattr(self, name)}")
+                raise ConfigError(name, f"must be at least 1, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
             raise ValueError(f"TrainConfig: d_model {self.d_model} is not divisible by num_heads "
                              f"{self.num_heads}")
         for name in ("lr", "min_lr", "weight_decay", "clip", "dropout"):
             if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"TrainConfig: {name} must be a finite number, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0 or self.lr <= 0 or self.warmup < 0 or self.clip <= 0 \
-                or self.min_lr < 0 or self.weight_decay < 0 or self.seed < 0:
-            raise ValueError(f"TrainConfig: need 0 <= dropout < 1, lr > 0, warmup >= 0, clip > 0, "
-                             f"min_lr >= 0, weight_decay >= 0 and seed >= 0, got dropout={self.dropout}, "
-                             f"lr={self.lr}, warmup={self.warmup}, clip={self.clip}, min_lr={self.min_lr}, "
-                             f"weight_decay={self.weight_decay}, seed={self.seed}")
+                raise ConfigError(name, f"must be a finite number, got {getattr(self, name)}")
+        for name, holds, need in (("dropout", 0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
+                                  ("lr", self.lr > 0, "must be above 0"),
+                                  ("clip", self.clip > 0, "must be above 0"),
+                                  ("warmup", self.warmup >= 0, "must be 0 or more"),
+                                  ("min_lr", self.min_lr >= 0, "must be 0 or more"),
+                                  ("weight_decay", self.weight_decay >= 0, "must be 0 or more"),
+                                  ("seed", self.seed >= 0, "must be 0 or more")):
+            if not holds:
+                raise ConfigError(name, f"{need}, got {getattr(self, name)}")
         if self.min_lr > self.lr:
             raise ValueError(f"TrainConfig: min_lr {self.min_lr:g} is above lr {self.lr:g}; the cosine "
                              f"decays from lr down to min_lr, so min_lr must be at most lr")
