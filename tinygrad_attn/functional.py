@@ -130,7 +130,7 @@ def log_softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
                         axis=normalize_axis("log_softmax", dim, x.ndim))
 
 
-def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = None,
+def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """−log softmax(logits)[target], reduced.
 
@@ -141,7 +141,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
             differentiable in the targets too, and `ignore_index` does not apply).
         weight: class weights, C floats (PyTorch's): each position's loss is multiplied by
             weight[target] and the mean divides by the sum of those weights. Integer targets only.
-        ignore_index: a target value whose positions count for nothing (loss and gradient 0).
+        ignore_index: a target value whose positions count for nothing (loss and gradient 0): −100
+            by default, as PyTorch (and ``nll_loss``); None makes every target count.
         reduction: "mean" (over the targets not ignored; if every target is ignored the mean is
             defined as 0, with a zero gradient), "sum" or "none".
         label_smoothing: ε in [0, 1]: the target becomes (1 − ε)·one_hot + ε/C.

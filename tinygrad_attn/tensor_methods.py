@@ -135,26 +135,37 @@ class TensorMethods:
     @numpy_spellings
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The maximum over `dim` (every axis when None); at ties the gradient is shared equally."""
-        return self._reduce(Max, dim, keepdim)
+        return self._reduce(Max, dim, keepdim, name="amax")
 
     @numpy_spellings
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The minimum over `dim` (every axis when None); at ties the gradient is shared equally."""
-        return self._reduce(Min, dim, keepdim)
+        return self._reduce(Min, dim, keepdim, name="amin")
 
     @numpy_spellings
     def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the maximum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first maximum's index."""
-        return self.amax() if dim is None else self._extremum_along("max", dim, keepdim)
+        return self._whole_or_along("max", dim, keepdim)
 
     @numpy_spellings
     def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the minimum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first minimum's index."""
-        return self.amin() if dim is None else self._extremum_along("min", dim, keepdim)
+        return self._whole_or_along("min", dim, keepdim)
+
+    def _whole_or_along(self, name: str, dim: int | None, keepdim: bool) -> Tensor | ValuesIndices:
+        if dim is not None:
+            return self._extremum_along(name, dim, keepdim)
+        if keepdim:         # PyTorch's max() takes no keepdim: there is no axis to keep
+            raise TypeError(f"{name}: keepdim=True needs a dim (without one, {name}() is the {name}imum of "
+                            f"every element, a 0-d tensor; a{name}(keepdim=True) keeps every axis)")
+        return self._reduce(Max if name == "max" else Min, None, False)
 
     def _extremum_along(self, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+        if self.ndim == 0:                  # dim 0 or −1, as PyTorch: the value and index 0
+            check_zero_d_dim(name, dim)
+            return self.reshape(1)._extremum_along(name, 0, False)
         dim = normalize_axis(name, dim, self.ndim)
         if self.shape[dim] == 0:
             raise ShapeError(f"{name}: cannot take the {name}imum over an empty axis (axis {dim} of "
@@ -171,11 +182,16 @@ class TensorMethods:
         as PyTorch); correction 0 is the population variance; correction ≥ n gives nan (or inf)."""
         return as_float(self)._reduce(Var, dim, keepdim, correction=correction)
 
-    def _reduce(self, op, dim, keepdim, **params) -> Tensor:
-        axes = normalize_axes(op.name, dim, self.ndim)
+    def _reduce(self, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
+        name = name or op.name
+        if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: the one element
+            check_zero_d_dim(name, dim)
+            dim = None
+        # An empty tuple of dims reduces every axis, as PyTorch's sum(()), mean(()), amax(()), var(()).
+        axes = normalize_axes(name, dim, self.ndim) or None
         reduced = range(self.ndim) if axes is None else axes
         if op in (Max, Min) and any(self.shape[a] == 0 for a in reduced):
-            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {dim} of "
+            raise ShapeError(f"{name}: cannot take the {op.name}imum over an empty axis (axis {dim} of "
                              f"shape {self.shape})")
         return apply(op, self, axis=axes, keepdims=keepdim, **params)
 
@@ -210,6 +226,10 @@ class TensorMethods:
         return self._swapped("swapaxes", axis0, axis1)
 
     def _swapped(self, name: str, axis0: int, axis1: int) -> Tensor:
+        if self.ndim == 0:                  # dims 0 or −1, as PyTorch: the tensor itself
+            check_zero_d_dim(name, axis0)
+            check_zero_d_dim(name, axis1)
+            return apply(Transpose, self, axes=())
         axes = list(range(self.ndim))
         a, b = (normalize_axis(name, x, self.ndim) for x in (axis0, axis1))
         axes[a], axes[b] = axes[b], axes[a]
@@ -379,6 +399,9 @@ class TensorMethods:
         return self._arg("argmin", dim, keepdim)
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: index 0
+            check_zero_d_dim(name, dim)
+            dim = None
         axis = None if dim is None else normalize_axis(name, dim, self.ndim)
         if (self.shape[axis] if axis is not None else self.data.size) == 0:
             raise ShapeError(f"{name}: cannot take it over an empty axis (axis {axis} of shape {self.shape})")
@@ -386,13 +409,20 @@ class TensorMethods:
 
     @numpy_spellings
     def any(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        axes = normalize_axes("any", dim, self.ndim)
+        axes = self._zero_d_or_axes("any", dim)
         return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdim), self)
 
     @numpy_spellings
     def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        axes = normalize_axes("all", dim, self.ndim)
+        axes = self._zero_d_or_axes("all", dim)
         return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdim), self)
+
+    def _zero_d_or_axes(self, name: str, dim: Any) -> tuple[int, ...] | None:
+        """`dim` as normalised axes; on a 0-d tensor, dim 0 or −1 (as PyTorch) as no axis at all."""
+        if self.ndim == 0 and dim is not None:
+            check_zero_d_dim(name, dim)
+            return ()
+        return normalize_axes(name, dim, self.ndim)
 
     @numpy_spellings
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
@@ -412,6 +442,12 @@ class TensorMethods:
         """(values, indices) of the k largest (or smallest) elements along `dim`, largest first (or
         smallest first); NaN counts as the largest. `sorted` is accepted as PyTorch's and the
         result is always in order."""
+        if self.ndim == 0:                  # k 0 or 1 and dim 0 or −1, as PyTorch: the value and index 0
+            check_zero_d_dim("topk", dim)
+            if isinstance(k, bool) or k not in (0, 1):
+                raise ShapeError(f"topk: k = {k!r} is out of range for a 0-d tensor (0 or 1)")
+            values, indices = self.reshape(1).topk(1)
+            return ValuesIndices(values.reshape(()), indices.reshape(()))
         dim = normalize_axis("topk", dim, self.ndim)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= self.shape[dim]:
             raise ShapeError(f"topk: k = {k!r} is out of range for axis {dim} of shape {self.shape}")
@@ -425,7 +461,7 @@ class TensorMethods:
     @numpy_spellings
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """The size-1 axes removed (only those in `dim` when given; others there stay)."""
-        axes = range(self.ndim) if dim is None else normalize_axes("squeeze", dim, self.ndim)
+        axes = range(self.ndim) if dim is None else self._zero_d_or_axes("squeeze", dim)
         drop = {a for a in axes if self.shape[a] == 1}
         return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
 
@@ -437,7 +473,9 @@ class TensorMethods:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Axes start_dim … end_dim merged into one."""
-        if self.ndim == 0:
+        if self.ndim == 0:                  # dims 0 or −1, as PyTorch: one element in one axis
+            check_zero_d_dim("flatten", start_dim)
+            check_zero_d_dim("flatten", end_dim)
             return self.reshape(1)
         start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_dim, end_dim))
         if start > end:
@@ -458,7 +496,7 @@ class TensorMethods:
 
     @numpy_spellings(axis="dims")
     def flip(self, dims: int | Sequence[int]) -> Tensor:
-        return apply(Flip, self, axis=normalize_axes("flip", dims, self.ndim))
+        return apply(Flip, self, axis=self._zero_d_or_axes("flip", dims))
 
     @numpy_spellings(axis="dims")
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
@@ -515,10 +553,14 @@ class TensorMethods:
     def pad(self, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
         """`value` added around the tensor (mode "constant"), or copies of its own elements
         ("reflect", "replicate", "circular"): pad = (before, after) for the last axis, then for the
-        one before it, … (PyTorch's order); a negative width crops."""
+        one before it, … (PyTorch's order); a negative width crops. As PyTorch, reflect and
+        replicate pad first and then crop (reflect (3, −3) of [0, 1, 2, 3, 4] is [3, 2, 1, 0, 1]);
+        circular crops first, then wraps the rest."""
         widths = pad_widths(self.shape, pad)
         if mode == "constant" and self.dtype.kind in "iub" and not np.isfinite(value):
             raise ValueError(f"pad: value {value} does not fit a tensor of dtype {self.dtype}")
+        if mode in ("reflect", "replicate"):        # source indices of the padded, then cropped, axis
+            return apply(PadCopy, self, indices=copy_indices(self.shape, widths, mode))
         cropped = tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in zip(widths, self.shape))
         x = self[cropped] if any(a < 0 or b < 0 for a, b in widths) else self   # a negative width crops
         widths = tuple((max(a, 0), max(b, 0)) for a, b in widths)
@@ -545,6 +587,10 @@ class TensorMethods:
         if src.dtype != self.dtype or src.ndim != self.ndim:
             raise TypeError(f"scatter_add: src must have x's dtype {self.dtype} and {self.ndim} dims, "
                             f"got {src.dtype} and {src.ndim}")
+        if self.ndim == 0:                  # dim 0 or −1 and 0-d index and src, as PyTorch
+            check_zero_d_dim("scatter_add", dim)
+            index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+            return self.reshape(1).scatter_add(0, index.reshape(-1), src.reshape(-1)).reshape(())
         axis, index = self._index_for("scatter_add", dim, index)
         if any(i > n for i, n in zip(index.shape, src.shape)):
             raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
