@@ -387,7 +387,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return input.gelu(approximate)
 
 
-def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p).
 
     The identity when not training or p = 0. The mask is drawn on `x`'s device by its own random
@@ -398,7 +398,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
     Args:
         x: any float tensor.
-        p: the probability of zeroing an element, in [0, 1).
+        p: the probability of zeroing an element, in [0, 1) (0.5 by default, as PyTorch).
         training: False makes this the identity (evaluation).
 
     Returns:
@@ -757,10 +757,11 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean", weight: Any = 
     return losses.sum() / weight.sum() if reduction == "mean" else losses.sum()
 
 
-def pad(x: Tensor, pad: Any, mode: str = "constant", value: float = 0.0) -> Tensor:
+def pad(x: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
     """``x.pad(pad, mode, value)``: (before, after) pairs from the last axis backwards; "constant",
-    "reflect", "replicate" or "circular"; a negative width crops."""
-    return x.pad(pad, mode, value)
+    "reflect", "replicate" or "circular"; a negative width crops. `value` None (PyTorch's
+    default) pads with 0."""
+    return x.pad(pad, mode, 0.0 if value is None else value)
 
 
 def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:

@@ -44,7 +44,7 @@ from .ops.arithmetic import Add, Cast, Div, Lerp, Maximum, Minimum, Mul, Neg, Po
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
 from .ops.matmul import MatMul
 from .ops.movement import Diagonal, Flip, Pad, PadCopy, Repeat, RepeatInterleave, Roll, Tril, Triu
-from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, Sign, Trunc
+from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, RoundedDiv, Sign, Trunc
 from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Std, Sum, Var
 from .ops.selection import Gather, GetItem, MaskedFill, ScatterAdd
 from .ops.shape import Expand, Reshape, Split, Transpose
@@ -129,8 +129,10 @@ class TensorMethods:
         return self._reduce(Sum, dim, keepdim, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
     @numpy_spellings
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return as_float(self)._reduce(Mean, dim, keepdim)
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+             dtype: Any = None) -> Tensor:
+        """Σ/n over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
+        return as_float(self._in_dtype(dtype))._reduce(Mean, dim, keepdim)
 
     @numpy_spellings
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -181,6 +183,15 @@ class TensorMethods:
         """Σ (x − mean)² / max(0, n − correction): the unbiased estimate by default (correction 1,
         as PyTorch); correction 0 is the population variance; correction ≥ n gives nan (or inf)."""
         return as_float(self)._reduce(Var, dim, keepdim, correction=correction)
+
+    def _in_dtype(self, dtype: Any) -> Tensor:
+        """This tensor in `dtype` (itself for None or its own dtype), through the cast op when it
+        carries a gradient, so the gradient flows back."""
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            return self
+        if self.requires_grad:
+            return apply(Cast, self, dtype=np.dtype(dtype))
+        return type(self)(self.data, dtype=dtype, device=self.device)
 
     def _reduce(self, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
         name = name or op.name
@@ -284,10 +295,29 @@ class TensorMethods:
     # tensors with no graph.
 
     # ----- method forms of the operators -----
-    def add(self, other: Any) -> Tensor: return self + other
-    def sub(self, other: Any) -> Tensor: return self - other
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor: return self + self._times(other, alpha)
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor: return self - self._times(other, alpha)
     def mul(self, other: Any) -> Tensor: return self * other
-    def div(self, other: Any) -> Tensor: return self / other
+
+    def _times(self, other: Any, alpha: Any) -> Any:
+        """`other` scaled by add's and sub's `alpha` (as it is for alpha 1)."""
+        return other if alpha == 1 else self._lift(other) * alpha
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """self / other; rounding_mode "trunc" rounds the quotient toward zero, "floor" down (as
+        Python's //), in the operands' promoted dtype (integers stay integers), as PyTorch: then
+        no gradient passes (the result is piecewise constant) and an integer 0 divisor raises."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        a, b = promoted(self, self._lift(other))
+        broadcast_shape("div", a.shape, b.shape)
+        if a.dtype == np.bool_:
+            raise TypeError(f"div: rounding_mode={rounding_mode!r} takes numbers, not bool (as PyTorch)")
+        if a.dtype.kind in "iu" and bool((b.data == 0).any()):
+            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode={rounding_mode!r})")
+        return apply(RoundedDiv, a, b, rounding_mode=rounding_mode)
     def neg(self) -> Tensor: return -self
     def pow(self, exponent: Any) -> Tensor: return self ** exponent
 
@@ -367,8 +397,10 @@ class TensorMethods:
 
     # ----- reductions -----
     @numpy_spellings
-    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(Prod, dim, keepdim)
+    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
+             dtype: Any = None) -> Tensor:
+        """Π over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
+        return self._in_dtype(dtype)._reduce(Prod, dim, keepdim)
 
     @numpy_spellings
     def logsumexp(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -382,7 +414,10 @@ class TensorMethods:
         return as_float(self)._reduce(Std, dim, keepdim, correction=correction)
 
     @numpy_spellings
-    def cumsum(self, dim: int) -> Tensor:
+    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+        """The running sum along `dim`, of the tensor converted to `dtype` first when one is given."""
+        if dtype is not None:
+            return self._in_dtype(dtype).cumsum(dim)
         if self.ndim == 0:                  # a 0-d tensor is its own running sum (dim 0 or −1, as PyTorch)
             check_zero_d_dim("cumsum", dim)
             return self.reshape(1).cumsum(0).reshape(())
@@ -441,7 +476,8 @@ class TensorMethods:
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:  # noqa: A002
         """(values, indices) of the k largest (or smallest) elements along `dim`, largest first (or
         smallest first); NaN counts as the largest. `sorted` is accepted as PyTorch's and the
-        result is always in order."""
+        result is always in order. `dim` None is the last axis, as PyTorch's."""
+        dim = -1 if dim is None else dim
         if self.ndim == 0:                  # k 0 or 1 and dim 0 or −1, as PyTorch: the value and index 0
             check_zero_d_dim("topk", dim)
             if isinstance(k, bool) or k not in (0, 1):
@@ -509,9 +545,11 @@ class TensorMethods:
         return apply(Repeat, self, repeats=repeat_counts(self.shape, repeats))
 
     @numpy_spellings
-    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None) -> Tensor:
+    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None, *,
+                          output_size: int | None = None) -> Tensor:
         """Each element repeated `repeats` times (or repeats[i] times) along `dim` (flattened first
-        when dim is None)."""
+        when dim is None); `output_size`, PyTorch's hint, if given must be the result's length
+        along `dim`."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else normalize_axis("repeat_interleave", dim, self.ndim)
         if isinstance(repeats, TensorMethods):
@@ -519,7 +557,12 @@ class TensorMethods:
                 raise TypeError(f"repeat_interleave: a repeats tensor must be 0-d or 1-D of integers, got "
                                 f"shape {repeats.shape} dtype {repeats.dtype}")
             repeats = repeats.data.tolist()
-        return apply(RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
+        counts = interleave_counts(x.shape, axis, repeats)
+        length = sum(counts) if isinstance(counts, tuple) else counts * x.shape[axis]
+        if output_size is not None and output_size != length:
+            raise ValueError(f"repeat_interleave: output_size {output_size} is not the result's length "
+                             f"{length} along axis {axis}")
+        return apply(RepeatInterleave, x, repeats=counts, axis=axis)
 
     def tril(self, diagonal: int = 0) -> Tensor:
         """Zeros above the `diagonal`-th diagonal of the last two axes."""
@@ -668,5 +711,4 @@ def promoted(*tensors: Tensor) -> tuple[Tensor, ...]:
     """The tensors in the one dtype PyTorch computes an op on them in (``dtypes.promoted_dtype``);
     a tensor that carries a gradient is converted by the ``cast`` op, so its gradient flows back."""
     dtype = promoted_dtype(*(t.data for t in tensors))
-    return tuple(t if t.data.dtype == dtype else apply(Cast, t, dtype=dtype) if t.requires_grad
-                 else type(t)(t.data, dtype=dtype, device=t.device) for t in tensors)
+    return tuple(t._in_dtype(dtype) for t in tensors)

@@ -117,7 +117,7 @@ def erf(xp, x):
     """
     a = xp.abs(x).astype(xp.float64)
     series = _erf_series(xp, xp.minimum(a, _SWITCH))
-    fraction = 1 - erfc_fraction(xp, xp.maximum(a, _SWITCH))
+    fraction = 1 - _erfc_fraction(xp, xp.maximum(a, _SWITCH))
     return xp.copysign(xp.where(a < _SWITCH, series, fraction), x).astype(x.dtype)
 
 
@@ -130,7 +130,7 @@ def _erf_series(xp, a):
     return (2 / math.sqrt(math.pi)) * xp.exp(-a2) * total
 
 
-def erfc_fraction(xp, a):
+def _erfc_fraction(xp, a):
     """erfc a = 1 − erf a for a ≥ 2.5, by its continued fraction, evaluated from the bottom up:
     erfc a = e^(−a²)/√π · 1/(a + (1/2)/(a + (2/2)/(a + (3/2)/(a + …)))), 30 levels deep.
     Accurate relative to erfc itself (no 1 − erf cancellation); 0 where e^(−a²) underflows."""
