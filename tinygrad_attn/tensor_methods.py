@@ -298,6 +298,8 @@ class TensorMethods:
     def add(self, other: Any, *, alpha: Any = 1) -> Tensor: return self + self._times(other, alpha)
     def sub(self, other: Any, *, alpha: Any = 1) -> Tensor: return self - self._times(other, alpha)
     def mul(self, other: Any) -> Tensor: return self * other
+    def neg(self) -> Tensor: return -self
+    def pow(self, exponent: Any) -> Tensor: return self ** exponent
 
     def _times(self, other: Any, alpha: Any) -> Any:
         """`other` scaled by add's and sub's `alpha` (as it is for alpha 1)."""
@@ -318,8 +320,6 @@ class TensorMethods:
         if a.dtype.kind in "iu" and bool((b.data == 0).any()):
             raise ZeroDivisionError(f"div: integer division by zero (rounding_mode={rounding_mode!r})")
         return apply(RoundedDiv, a, b, rounding_mode=rounding_mode)
-    def neg(self) -> Tensor: return -self
-    def pow(self, exponent: Any) -> Tensor: return self ** exponent
 
     # ----- elementwise -----
     def abs(self) -> Tensor: return apply(Abs, self)
