@@ -60,14 +60,14 @@ def test_axes_out_of_range_are_shape_errors(build, message):
 
 
 @pytest.mark.parametrize("build, message", [
-    (lambda t: t.sum(axis=0), r"sum: axis 0 is out of range for a tensor with 0 dims"),
-    (lambda t: t.mean(axis=-1), r"mean: axis -1 is out of range for a tensor with 0 dims"),
-    (lambda t: t.transpose(0, 0), r"transpose: axis 0 is out of range for a tensor with 0 dims"),
-    (lambda t: t.swapaxes(0, 0), r"swapaxes: axis 0 is out of range for a tensor with 0 dims"),
+    (lambda t: t.sum(axis=1), r"sum: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)"),
+    (lambda t: t.mean(axis=-2), r"mean: dim -2 is out of range for a 0-d tensor \(0 or -1 only\)"),
+    (lambda t: t.transpose(0, 1), r"transpose: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)"),
+    (lambda t: t.swapaxes(2, 0), r"swapaxes: dim 2 is out of range for a 0-d tensor \(0 or -1 only\)"),
     (lambda t: F.log_softmax(t, axis=1),
      r"log_softmax: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)"),
 ])
-def test_zero_d_tensors_have_no_axis(build, message):
+def test_zero_d_tensors_take_dim_0_or_minus_1_only(build, message):     # tests/test_zero_d_dims.py
     with pytest.raises(ta.ShapeError, match=f"^{message}$"):
         build(ta.Tensor(3.0))
 

@@ -1,6 +1,7 @@
 """One rule: a PyTorch name means what it means in PyTorch. Each case gives the values PyTorch gives
 (written out, so the test needs no torch), and where torch is installed also asks it."""
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,20 @@ def test_sort_as_pytorch(data, dtype, descending, values, indices):
     expected = torch.tensor(np.array(data, dtype=dtype)).sort(descending=descending, stable=True)
     np.testing.assert_array_equal(out.values.numpy(), expected.values.numpy())
     np.testing.assert_array_equal(out.indices.numpy(), expected.indices.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_without_dim_refuse_keepdim_as_pytorch(name):
+    x = ta.Tensor([[1.0, 5.0], [3.0, -2.0]])
+    with pytest.raises(TypeError, match=rf"^{name}: keepdim=True needs a dim \(without one, {name}\(\) is "):
+        getattr(x, name)(keepdim=True)
+    extreme = {"max": 5.0, "min": -2.0}[name]
+    assert getattr(x, name)().item() == extreme                                # a value, as before
+    assert getattr(x, name)(keepdims=False).shape == ()
+    np.testing.assert_array_equal(getattr(x, f"a{name}")(keepdim=True).numpy(), [[extreme]])
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError):
+        getattr(torch.tensor(x.numpy()), name)(keepdim=True)
 
 
 def test_topk_takes_sorted_and_puts_nan_first_as_pytorch():
@@ -158,6 +173,14 @@ def test_float16_std_is_finite_and_has_its_gradient():
 def test_roll_without_dims_rolls_the_flattened_tensor_and_linspace_refuses_bool():
     np.testing.assert_array_equal(ta.arange(6).reshape(2, 3).roll(1).numpy(), [[5, 0, 1], [2, 3, 4]])
     np.testing.assert_array_equal(ta.arange(6).reshape(2, 3).roll(-2).numpy(), [[2, 3, 4], [5, 0, 1]])
+    np.testing.assert_array_equal(ta.arange(5).roll((1,)).numpy(), [4, 0, 1, 2, 3])        # a tuple of one
+    np.testing.assert_array_equal(ta.arange(5).roll([np.int64(-1)]).numpy(), [1, 2, 3, 4, 0])
+    np.testing.assert_array_equal(ta.arange(4).reshape(2, 2).roll((1, np.int64(1)), (0, 1)).numpy(),
+                                  [[3, 2], [1, 0]])
+    with pytest.raises(ValueError, match=r"^roll: without dims, shifts must be one int .*got \(1, 2\)$"):
+        ta.arange(5).roll((1, 2))
+    with pytest.raises(TypeError, match=r"^roll: shifts must be ints, got 1.5$"):
+        ta.arange(5).roll(1.5)
     with pytest.raises(TypeError, match=r"^linspace: dtype bool is not supported"):
         ta.linspace(0, 1, 3, dtype=bool)
 
@@ -237,6 +260,20 @@ def test_nll_loss_and_cross_entropy_take_class_weights_third():
     assert nll.item() == pytest.approx(reference.item(), rel=1e-12)
 
 
+def test_cross_entropy_ignores_minus_100_by_default_as_pytorch_and_nll_loss():
+    z = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0], [0.3, 0.2, 0.1]])
+    t = np.array([1, -100, 2])
+    log_p = z - np.log(np.exp(z).sum(1, keepdims=True))
+    expected = -(log_p[0, 1] + log_p[2, 2]) / 2                           # the mean over the two that count
+    assert F.cross_entropy(ta.Tensor(z), t).item() == pytest.approx(expected, rel=1e-12)
+    assert F.nll_loss(ta.Tensor(log_p), t).item() == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^cross_entropy: target -100 is out of range for 3 classes$"):
+        F.cross_entropy(ta.Tensor(z), t, ignore_index=None)                 # None: every target counts
+    torch = pytest.importorskip("torch")
+    assert torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(t)).item() == pytest.approx(
+        expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("build, error, message", [
     (lambda: ta.functional.nll_loss(ta.zeros(2, 3), [0, 1], [1.0, 2.0]), ta.ShapeError,
      r"^nll_loss: weight must be \(3,\) floats, one per class of input \(2, 3\), got float32 \(2,\)$"),
@@ -313,6 +350,10 @@ def test_a_promoted_operand_keeps_its_gradient_and_int_matmul_float_is_refused()
     ("constant", (-1, 2), [1, 2, 3, 0, 0]),
     ("circular", (-1, 2), [1, 2, 3, 1, 2]),                 # cropped first, then wrapped
     ("reflect", (1, -2), [1, 0, 1]),
+    ("reflect", (3, -3), [3, 2, 1, 0]),                     # padded first, then cropped (PyTorch's order)
+    ("reflect", (-4, 2), [2, 1]),
+    ("replicate", (2, -5), [0]),
+    ("replicate", (-5, 3), [3, 3]),
 ])
 def test_pad_modes_as_pytorch(mode, pad, values):
     out = ta.functional.pad(ta.Tensor(np.arange(4.0).reshape(1, 4)), pad, mode)
@@ -340,6 +381,26 @@ def test_a_copied_element_gets_every_copys_gradient():
 def test_bad_pads(mode, pad, message):
     with pytest.raises(ValueError, match=message):
         ta.functional.pad(ta.Tensor(np.arange(4.0)), pad, mode)
+
+
+def test_reflect_and_replicate_pad_then_crop_as_pytorch():
+    x = ta.Tensor(np.arange(5.0), requires_grad=True)
+    y = ta.functional.pad(x, (3, -3), mode="reflect")
+    np.testing.assert_array_equal(y.numpy(), [3, 2, 1, 0, 1])               # cropping first refused it
+    y.backward(np.array([1.0, 2.0, 4.0, 8.0, 16.0]))
+    np.testing.assert_array_equal(x.grad, [8.0, 20.0, 2.0, 1.0, 0.0])                 # x1 twice: 4 + 16
+    assert ta.gradcheck(lambda t: ta.functional.pad(t, (2, -3, -1, 2), "replicate"),
+                        [ta.Tensor(np.random.default_rng(5).standard_normal((3, 4)), requires_grad=True)])
+    torch = pytest.importorskip("torch")
+    for mode in ("reflect", "replicate"):
+        for n in (1, 2, 3, 5):
+            for pad in itertools.product(range(-6, 7), repeat=2):
+                try:
+                    theirs = torch.nn.functional.pad(torch.arange(float(n))[None], pad, mode=mode)[0].numpy()
+                except RuntimeError:
+                    continue                                        # PyTorch refuses: no comparison
+                ours = ta.functional.pad(ta.Tensor(np.arange(float(n))), pad, mode=mode).numpy()
+                np.testing.assert_array_equal(ours, theirs, err_msg=f"{mode} {pad} of length {n}")
 
 
 def test_pad_modes_agree_with_torch():

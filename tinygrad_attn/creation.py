@@ -139,8 +139,9 @@ def rand(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
 
 
 def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
-            dtype: Any = np.int64, device: str = "cpu") -> Tensor:
-    """Integers drawn uniformly from [low, high) with the library's generator, shaped `size`.
+            dtype: Any = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high) with the library's generator, shaped `size`, int64
+    unless `dtype` says otherwise (only a float dtype can require grad).
 
     As PyTorch, ``randint(high, size)`` draws from [0, high): randint(10, (3,)).
     """
@@ -149,4 +150,5 @@ def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[in
     if size is None or high is None or high <= low:
         raise ValueError(f"randint: needs low < high and a size, got low={low}, high={high}, size={size}")
     size = (size,) if isinstance(size, int) else tuple(size)
-    return Tensor(_generator.integers(low, high, size).astype(dtype), device=device)
+    return Tensor(_generator.integers(low, high, size).astype(dtype or np.int64), requires_grad=requires_grad,
+                  device=device)

@@ -130,7 +130,7 @@ def log_softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
                         axis=normalize_axis("log_softmax", dim, x.ndim))
 
 
-def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = None,
+def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """−log softmax(logits)[target], reduced.
 
@@ -141,7 +141,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
             differentiable in the targets too, and `ignore_index` does not apply).
         weight: class weights, C floats (PyTorch's): each position's loss is multiplied by
             weight[target] and the mean divides by the sum of those weights. Integer targets only.
-        ignore_index: a target value whose positions count for nothing (loss and gradient 0).
+        ignore_index: a target value whose positions count for nothing (loss and gradient 0): −100
+            by default, as PyTorch (and ``nll_loss``); None makes every target count.
         reduction: "mean" (over the targets not ignored; if every target is ignored the mean is
             defined as 0, with a zero gradient), "sum" or "none".
         label_smoothing: ε in [0, 1]: the target becomes (1 − ε)·one_hot + ε/C.
@@ -386,7 +387,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return input.gelu(approximate)
 
 
-def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p).
 
     The identity when not training or p = 0. The mask is drawn on `x`'s device by its own random
@@ -397,7 +398,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
 
     Args:
         x: any float tensor.
-        p: the probability of zeroing an element, in [0, 1).
+        p: the probability of zeroing an element, in [0, 1) (0.5 by default, as PyTorch).
         training: False makes this the identity (evaluation).
 
     Returns:
@@ -656,46 +657,111 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: in
                  reduction=reduction)
 
 
-def binary_cross_entropy(probs: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
-    """−(y log p + (1 − y) log(1 − p)) elementwise, each log clamped at −100 (as PyTorch), reduced.
+def _element_weight(op: str, name: str, weight: Any, x: Tensor) -> Tensor | None:
+    """`weight` as a constant tensor of x's dtype on x's device that broadcasts to x's shape (None
+    stays None); it is never differentiated (PyTorch's binary cross-entropy weights are not either)."""
+    if weight is None:
+        return None
+    data = weight.data if isinstance(weight, Tensor) else weight
+    weight = Tensor(data, dtype=x.dtype, device=x.device)
+    check_broadcasts_to(op, name, weight.shape, x.shape)
+    return weight
+
+
+def _present(*inputs: Tensor | None) -> tuple[Tensor | None, ...]:
+    """The inputs without the trailing Nones (an optional weight left out when not given)."""
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    return tuple(inputs)
+
+
+def binary_cross_entropy(probs: Tensor, target: Any, weight: Any = None, *,
+                         reduction: str = "mean") -> Tensor:
+    """−w·(y log p + (1 − y) log(1 − p)) elementwise, each log clamped at −100 (as PyTorch), reduced.
+
+    Args:
+        probs: probabilities p in [0, 1], any shape.
+        target: y, floats of p's shape (0/1 labels, or soft targets); differentiable.
+        weight: w, each element's weight, broadcastable to p's shape (a rescaling, as PyTorch's;
+            never differentiated); the mean stays over the elements.
+        reduction: "mean", "sum" or "none".
 
     Example:
         >>> import tinygrad_attn as ta
         >>> round(binary_cross_entropy(ta.Tensor([0.5]), [1.0]).item(), 4)
         0.6931
+        >>> round(binary_cross_entropy(ta.Tensor([0.5, 0.5]), [1.0, 0.0], weight=[2.0, 0.0]).item(), 4)
+        0.6931
     """
-    target = _pair("binary_cross_entropy", probs, target, reduction)
-    return apply(loss_ops.BinaryCrossEntropy, probs, target, reduction=reduction)
+    op = "binary_cross_entropy"
+    target = _pair(op, probs, target, reduction)
+    weight = _element_weight(op, "weight", weight, probs)
+    return apply(loss_ops.BinaryCrossEntropy, *_present(probs, target, weight), reduction=reduction)
 
 
-def binary_cross_entropy_with_logits(logits: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
-    """``binary_cross_entropy(sigmoid(logits), target)`` as one stable op: never log 0.
+def binary_cross_entropy_with_logits(logits: Tensor, target: Any, weight: Any = None, *,
+                                     reduction: str = "mean", pos_weight: Any = None) -> Tensor:
+    """``binary_cross_entropy(sigmoid(logits), target, weight)`` as one stable op (never log 0),
+    with `pos_weight` scaling the positive term: −w·(pw·y log σ(x) + (1 − y) log(1 − σ(x))).
+
+    Args:
+        logits: x, any shape.
+        target: y, floats of x's shape; differentiable.
+        weight: w, each element's weight, broadcastable to x's shape; never differentiated.
+        reduction: "mean" (over the elements), "sum" or "none".
+        pos_weight: pw, the weight of the positive examples, broadcastable to x's shape (one per
+            class on the last axis: pw > 1 raises recall); never differentiated.
 
     Example:
         >>> import tinygrad_attn as ta
         >>> round(binary_cross_entropy_with_logits(ta.Tensor([0.0]), [1.0]).item(), 4)
         0.6931
+        >>> round(binary_cross_entropy_with_logits(ta.Tensor([0.0]), [1.0], pos_weight=[3.0]).item(), 4)
+        2.0794
     """
-    target = _pair("binary_cross_entropy_with_logits", logits, target, reduction)
-    return apply(loss_ops.BinaryCrossEntropyWithLogits, logits, target, reduction=reduction)
+    op = "binary_cross_entropy_with_logits"
+    target = _pair(op, logits, target, reduction)
+    weight = _element_weight(op, "weight", weight, logits)
+    pos_weight = _element_weight(op, "pos_weight", pos_weight, logits)
+    return apply(loss_ops.BinaryCrossEntropyWithLogits, *_present(logits, target, weight, pos_weight),
+                 reduction=reduction)
 
 
-def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:     # noqa: A002
+def mse_loss(input: Tensor, target: Any, reduction: str = "mean", weight: Any = None) -> Tensor:  # noqa: A002
     """(input − target)² elementwise, reduced (both inputs differentiable).
+
+    Args:
+        input, target: tensors of one shape.
+        reduction: "mean", "sum" or "none".
+        weight: w, one weight per element (input's shape), as PyTorch's: the losses become
+            w·(input − target)² and the mean divides by Σ w. Differentiable too.
 
     Example:
         >>> import tinygrad_attn as ta
         >>> mse_loss(ta.Tensor([1.0, 3.0]), ta.Tensor([0.0, 1.0])).item()
         2.5
+        >>> mse_loss(ta.Tensor([1.0, 3.0]), ta.Tensor([0.0, 1.0]), weight=ta.Tensor([3.0, 1.0])).item()
+        1.75
     """
     target = _pair("mse_loss", input, target, reduction)
-    return apply(loss_ops.MseLoss, input, target, reduction=reduction)
+    if weight is None:
+        return apply(loss_ops.MseLoss, input, target, reduction=reduction)
+    weight = weight if isinstance(weight, Tensor) else Tensor(weight, dtype=input.dtype, device=input.device)
+    if weight.shape != input.shape:
+        raise ShapeError(f"mse_loss: weight of shape {weight.shape} does not match input of shape "
+                         f"{input.shape}")
+    losses = apply(loss_ops.MseLoss, input, target, reduction="none") * weight
+    if reduction == "none":
+        return losses
+    return losses.sum() / weight.sum() if reduction == "mean" else losses.sum()
 
 
-def pad(x: Tensor, pad: Any, mode: str = "constant", value: float = 0.0) -> Tensor:
+def pad(x: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
     """``x.pad(pad, mode, value)``: (before, after) pairs from the last axis backwards; "constant",
-    "reflect", "replicate" or "circular"; a negative width crops."""
-    return x.pad(pad, mode, value)
+    "reflect", "replicate" or "circular"; a negative width crops. `value` None (PyTorch's
+    default) pads with 0."""
+    return x.pad(pad, mode, 0.0 if value is None else value)
 
 
 def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:

@@ -149,8 +149,9 @@ class Tensor(TensorMethods):
         """
         engine.run_backward(self, seed_gradient(self, grad, "backward"))
 
-    def numpy(self) -> np.ndarray:
-        """A NumPy copy of the data (also for a tensor on the GPU)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy copy of the data (also for a tensor on the GPU). `force` is PyTorch's (copy it
+        off the device and out of the graph): here that is what always happens."""
         return to_numpy(self.data)
 
     def item(self) -> Any:

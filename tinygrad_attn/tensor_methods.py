@@ -44,7 +44,7 @@ from .ops.arithmetic import Add, Cast, Div, Lerp, Maximum, Minimum, Mul, Neg, Po
 from .ops.elementwise_math import Cos, Erf, Exp, Exp2, Log, Log2, LogAddExp, Rsqrt, Sin, Sqrt, Tanh
 from .ops.matmul import MatMul
 from .ops.movement import Diagonal, Flip, Pad, PadCopy, Repeat, RepeatInterleave, Roll, Tril, Triu
-from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, Sign, Trunc
+from .ops.piecewise import Abs, Ceil, Clip, Floor, Round, RoundedDiv, Sign, Trunc
 from .ops.reduce import CumSum, LogSumExp, Max, Mean, Min, Prod, Std, Sum, Var
 from .ops.selection import Gather, GetItem, MaskedFill, ScatterAdd
 from .ops.shape import Expand, Reshape, Split, Transpose
@@ -129,32 +129,45 @@ class TensorMethods:
         return self._reduce(Sum, dim, keepdim, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
     @numpy_spellings
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return as_float(self)._reduce(Mean, dim, keepdim)
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+             dtype: Any = None) -> Tensor:
+        """Σ/n over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
+        return as_float(self._in_dtype(dtype))._reduce(Mean, dim, keepdim)
 
     @numpy_spellings
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The maximum over `dim` (every axis when None); at ties the gradient is shared equally."""
-        return self._reduce(Max, dim, keepdim)
+        return self._reduce(Max, dim, keepdim, name="amax")
 
     @numpy_spellings
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The minimum over `dim` (every axis when None); at ties the gradient is shared equally."""
-        return self._reduce(Min, dim, keepdim)
+        return self._reduce(Min, dim, keepdim, name="amin")
 
     @numpy_spellings
     def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the maximum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first maximum's index."""
-        return self.amax() if dim is None else self._extremum_along("max", dim, keepdim)
+        return self._whole_or_along("max", dim, keepdim)
 
     @numpy_spellings
     def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the minimum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first minimum's index."""
-        return self.amin() if dim is None else self._extremum_along("min", dim, keepdim)
+        return self._whole_or_along("min", dim, keepdim)
+
+    def _whole_or_along(self, name: str, dim: int | None, keepdim: bool) -> Tensor | ValuesIndices:
+        if dim is not None:
+            return self._extremum_along(name, dim, keepdim)
+        if keepdim:         # PyTorch's max() takes no keepdim: there is no axis to keep
+            raise TypeError(f"{name}: keepdim=True needs a dim (without one, {name}() is the {name}imum of "
+                            f"every element, a 0-d tensor; a{name}(keepdim=True) keeps every axis)")
+        return self._reduce(Max if name == "max" else Min, None, False)
 
     def _extremum_along(self, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+        if self.ndim == 0:                  # dim 0 or −1, as PyTorch: the value and index 0
+            check_zero_d_dim(name, dim)
+            return self.reshape(1)._extremum_along(name, 0, False)
         dim = normalize_axis(name, dim, self.ndim)
         if self.shape[dim] == 0:
             raise ShapeError(f"{name}: cannot take the {name}imum over an empty axis (axis {dim} of "
@@ -171,11 +184,25 @@ class TensorMethods:
         as PyTorch); correction 0 is the population variance; correction ≥ n gives nan (or inf)."""
         return as_float(self)._reduce(Var, dim, keepdim, correction=correction)
 
-    def _reduce(self, op, dim, keepdim, **params) -> Tensor:
-        axes = normalize_axes(op.name, dim, self.ndim)
+    def _in_dtype(self, dtype: Any) -> Tensor:
+        """This tensor in `dtype` (itself for None or its own dtype), through the cast op when it
+        carries a gradient, so the gradient flows back."""
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            return self
+        if self.requires_grad:
+            return apply(Cast, self, dtype=np.dtype(dtype))
+        return type(self)(self.data, dtype=dtype, device=self.device)
+
+    def _reduce(self, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
+        name = name or op.name
+        if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: the one element
+            check_zero_d_dim(name, dim)
+            dim = None
+        # An empty tuple of dims reduces every axis, as PyTorch's sum(()), mean(()), amax(()), var(()).
+        axes = normalize_axes(name, dim, self.ndim) or None
         reduced = range(self.ndim) if axes is None else axes
         if op in (Max, Min) and any(self.shape[a] == 0 for a in reduced):
-            raise ShapeError(f"{op.name}: cannot take the {op.name}imum over an empty axis (axis {dim} of "
+            raise ShapeError(f"{name}: cannot take the {op.name}imum over an empty axis (axis {dim} of "
                              f"shape {self.shape})")
         return apply(op, self, axis=axes, keepdims=keepdim, **params)
 
@@ -210,6 +237,10 @@ class TensorMethods:
         return self._swapped("swapaxes", axis0, axis1)
 
     def _swapped(self, name: str, axis0: int, axis1: int) -> Tensor:
+        if self.ndim == 0:                  # dims 0 or −1, as PyTorch: the tensor itself
+            check_zero_d_dim(name, axis0)
+            check_zero_d_dim(name, axis1)
+            return apply(Transpose, self, axes=())
         axes = list(range(self.ndim))
         a, b = (normalize_axis(name, x, self.ndim) for x in (axis0, axis1))
         axes[a], axes[b] = axes[b], axes[a]
@@ -264,12 +295,31 @@ class TensorMethods:
     # tensors with no graph.
 
     # ----- method forms of the operators -----
-    def add(self, other: Any) -> Tensor: return self + other
-    def sub(self, other: Any) -> Tensor: return self - other
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor: return self + self._times(other, alpha)
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor: return self - self._times(other, alpha)
     def mul(self, other: Any) -> Tensor: return self * other
-    def div(self, other: Any) -> Tensor: return self / other
     def neg(self) -> Tensor: return -self
     def pow(self, exponent: Any) -> Tensor: return self ** exponent
+
+    def _times(self, other: Any, alpha: Any) -> Any:
+        """`other` scaled by add's and sub's `alpha` (as it is for alpha 1)."""
+        return other if alpha == 1 else self._lift(other) * alpha
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """self / other; rounding_mode "trunc" rounds the quotient toward zero, "floor" down (as
+        Python's //), in the operands' promoted dtype (integers stay integers), as PyTorch: then
+        no gradient passes (the result is piecewise constant) and an integer 0 divisor raises."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        a, b = promoted(self, self._lift(other))
+        broadcast_shape("div", a.shape, b.shape)
+        if a.dtype == np.bool_:
+            raise TypeError(f"div: rounding_mode={rounding_mode!r} takes numbers, not bool (as PyTorch)")
+        if a.dtype.kind in "iu" and bool((b.data == 0).any()):
+            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode={rounding_mode!r})")
+        return apply(RoundedDiv, a, b, rounding_mode=rounding_mode)
 
     # ----- elementwise -----
     def abs(self) -> Tensor: return apply(Abs, self)
@@ -347,8 +397,10 @@ class TensorMethods:
 
     # ----- reductions -----
     @numpy_spellings
-    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(Prod, dim, keepdim)
+    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
+             dtype: Any = None) -> Tensor:
+        """Π over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
+        return self._in_dtype(dtype)._reduce(Prod, dim, keepdim)
 
     @numpy_spellings
     def logsumexp(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -362,7 +414,10 @@ class TensorMethods:
         return as_float(self)._reduce(Std, dim, keepdim, correction=correction)
 
     @numpy_spellings
-    def cumsum(self, dim: int) -> Tensor:
+    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+        """The running sum along `dim`, of the tensor converted to `dtype` first when one is given."""
+        if dtype is not None:
+            return self._in_dtype(dtype).cumsum(dim)
         if self.ndim == 0:                  # a 0-d tensor is its own running sum (dim 0 or −1, as PyTorch)
             check_zero_d_dim("cumsum", dim)
             return self.reshape(1).cumsum(0).reshape(())
@@ -379,6 +434,9 @@ class TensorMethods:
         return self._arg("argmin", dim, keepdim)
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: index 0
+            check_zero_d_dim(name, dim)
+            dim = None
         axis = None if dim is None else normalize_axis(name, dim, self.ndim)
         if (self.shape[axis] if axis is not None else self.data.size) == 0:
             raise ShapeError(f"{name}: cannot take it over an empty axis (axis {axis} of shape {self.shape})")
@@ -386,13 +444,20 @@ class TensorMethods:
 
     @numpy_spellings
     def any(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        axes = normalize_axes("any", dim, self.ndim)
+        axes = self._zero_d_or_axes("any", dim)
         return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdim), self)
 
     @numpy_spellings
     def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        axes = normalize_axes("all", dim, self.ndim)
+        axes = self._zero_d_or_axes("all", dim)
         return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdim), self)
+
+    def _zero_d_or_axes(self, name: str, dim: Any) -> tuple[int, ...] | None:
+        """`dim` as normalised axes; on a 0-d tensor, dim 0 or −1 (as PyTorch) as no axis at all."""
+        if self.ndim == 0 and dim is not None:
+            check_zero_d_dim(name, dim)
+            return ()
+        return normalize_axes(name, dim, self.ndim)
 
     @numpy_spellings
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
@@ -411,7 +476,14 @@ class TensorMethods:
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:  # noqa: A002
         """(values, indices) of the k largest (or smallest) elements along `dim`, largest first (or
         smallest first); NaN counts as the largest. `sorted` is accepted as PyTorch's and the
-        result is always in order."""
+        result is always in order. `dim` None is the last axis, as PyTorch's."""
+        dim = -1 if dim is None else dim
+        if self.ndim == 0:                  # k 0 or 1 and dim 0 or −1, as PyTorch: the value and index 0
+            check_zero_d_dim("topk", dim)
+            if isinstance(k, bool) or k not in (0, 1):
+                raise ShapeError(f"topk: k = {k!r} is out of range for a 0-d tensor (0 or 1)")
+            values, indices = self.reshape(1).topk(1)
+            return ValuesIndices(values.reshape(()), indices.reshape(()))
         dim = normalize_axis("topk", dim, self.ndim)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= self.shape[dim]:
             raise ShapeError(f"topk: k = {k!r} is out of range for axis {dim} of shape {self.shape}")
@@ -425,7 +497,7 @@ class TensorMethods:
     @numpy_spellings
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """The size-1 axes removed (only those in `dim` when given; others there stay)."""
-        axes = range(self.ndim) if dim is None else normalize_axes("squeeze", dim, self.ndim)
+        axes = range(self.ndim) if dim is None else self._zero_d_or_axes("squeeze", dim)
         drop = {a for a in axes if self.shape[a] == 1}
         return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
 
@@ -437,7 +509,9 @@ class TensorMethods:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Axes start_dim … end_dim merged into one."""
-        if self.ndim == 0:
+        if self.ndim == 0:                  # dims 0 or −1, as PyTorch: one element in one axis
+            check_zero_d_dim("flatten", start_dim)
+            check_zero_d_dim("flatten", end_dim)
             return self.reshape(1)
         start, end = (normalize_axis("flatten", a, self.ndim) for a in (start_dim, end_dim))
         if start > end:
@@ -458,7 +532,7 @@ class TensorMethods:
 
     @numpy_spellings(axis="dims")
     def flip(self, dims: int | Sequence[int]) -> Tensor:
-        return apply(Flip, self, axis=normalize_axes("flip", dims, self.ndim))
+        return apply(Flip, self, axis=self._zero_d_or_axes("flip", dims))
 
     @numpy_spellings(axis="dims")
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
@@ -471,9 +545,11 @@ class TensorMethods:
         return apply(Repeat, self, repeats=repeat_counts(self.shape, repeats))
 
     @numpy_spellings
-    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None) -> Tensor:
+    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None, *,
+                          output_size: int | None = None) -> Tensor:
         """Each element repeated `repeats` times (or repeats[i] times) along `dim` (flattened first
-        when dim is None)."""
+        when dim is None); `output_size`, PyTorch's hint, if given must be the result's length
+        along `dim`."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else normalize_axis("repeat_interleave", dim, self.ndim)
         if isinstance(repeats, TensorMethods):
@@ -481,7 +557,12 @@ class TensorMethods:
                 raise TypeError(f"repeat_interleave: a repeats tensor must be 0-d or 1-D of integers, got "
                                 f"shape {repeats.shape} dtype {repeats.dtype}")
             repeats = repeats.data.tolist()
-        return apply(RepeatInterleave, x, repeats=interleave_counts(x.shape, axis, repeats), axis=axis)
+        counts = interleave_counts(x.shape, axis, repeats)
+        length = sum(counts) if isinstance(counts, tuple) else counts * x.shape[axis]
+        if output_size is not None and output_size != length:
+            raise ValueError(f"repeat_interleave: output_size {output_size} is not the result's length "
+                             f"{length} along axis {axis}")
+        return apply(RepeatInterleave, x, repeats=counts, axis=axis)
 
     def tril(self, diagonal: int = 0) -> Tensor:
         """Zeros above the `diagonal`-th diagonal of the last two axes."""
@@ -515,10 +596,14 @@ class TensorMethods:
     def pad(self, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
         """`value` added around the tensor (mode "constant"), or copies of its own elements
         ("reflect", "replicate", "circular"): pad = (before, after) for the last axis, then for the
-        one before it, … (PyTorch's order); a negative width crops."""
+        one before it, … (PyTorch's order); a negative width crops. As PyTorch, reflect and
+        replicate pad first and then crop (reflect (3, −3) of [0, 1, 2, 3, 4] is [3, 2, 1, 0, 1]);
+        circular crops first, then wraps the rest."""
         widths = pad_widths(self.shape, pad)
         if mode == "constant" and self.dtype.kind in "iub" and not np.isfinite(value):
             raise ValueError(f"pad: value {value} does not fit a tensor of dtype {self.dtype}")
+        if mode in ("reflect", "replicate"):        # source indices of the padded, then cropped, axis
+            return apply(PadCopy, self, indices=copy_indices(self.shape, widths, mode))
         cropped = tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in zip(widths, self.shape))
         x = self[cropped] if any(a < 0 or b < 0 for a, b in widths) else self   # a negative width crops
         widths = tuple((max(a, 0), max(b, 0)) for a, b in widths)
@@ -545,6 +630,10 @@ class TensorMethods:
         if src.dtype != self.dtype or src.ndim != self.ndim:
             raise TypeError(f"scatter_add: src must have x's dtype {self.dtype} and {self.ndim} dims, "
                             f"got {src.dtype} and {src.ndim}")
+        if self.ndim == 0:                  # dim 0 or −1 and 0-d index and src, as PyTorch
+            check_zero_d_dim("scatter_add", dim)
+            index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+            return self.reshape(1).scatter_add(0, index.reshape(-1), src.reshape(-1)).reshape(())
         axis, index = self._index_for("scatter_add", dim, index)
         if any(i > n for i, n in zip(index.shape, src.shape)):
             raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
@@ -622,5 +711,4 @@ def promoted(*tensors: Tensor) -> tuple[Tensor, ...]:
     """The tensors in the one dtype PyTorch computes an op on them in (``dtypes.promoted_dtype``);
     a tensor that carries a gradient is converted by the ``cast`` op, so its gradient flows back."""
     dtype = promoted_dtype(*(t.data for t in tensors))
-    return tuple(t if t.data.dtype == dtype else apply(Cast, t, dtype=dtype) if t.requires_grad
-                 else type(t)(t.data, dtype=dtype, device=t.device) for t in tensors)
+    return tuple(t._in_dtype(dtype) for t in tensors)

@@ -55,6 +55,7 @@ CALLS: dict[str, dict[str, Callable[[Tensor], Tensor]]] = {
     "repeat": {"repeat": lambda x: x.repeat(2, 1)},
     "pad": {"F.pad": lambda x: F.pad(x, (1, 1))},
     "pad_copy": {"F.pad(mode='reflect')": lambda x: F.pad(x, (1, 1), "reflect")},
+    "div_rounded": {"div(rounding_mode='floor')": lambda x: x.div(x, rounding_mode="floor")},
     "tril": {"tril": lambda x: x.tril()},
     "triu": {"triu": lambda x: x.triu()},
     "getitem": {"x[i]": lambda x: x[0]},

@@ -25,38 +25,65 @@ ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where 
             "divide by n − 1 (`correction=1`). Both spellings of an argument work: `dim=` or `axis=`, "
             "`keepdim=` or `keepdims=`.")
 
-# Where a PyTorch-named function's parameters differ from PyTorch's (names and order, compared with
-# inspect.signature or torch's docstring by tests/test_pytorch_signatures.py), and why. A positional
-# call means the same in both unless the reason says otherwise.
+# Where a PyTorch-named function's parameters differ from PyTorch's (names, order, defaults, or one of
+# PyTorch's missing; compared with inspect.signature or torch's docstring by
+# tests/test_pytorch_signatures.py): the parameters that differ, and why. A positional call means the
+# same in both unless the reason says otherwise.
 _FIRST_ARGUMENT = ("the first argument is named as the lessons' formulas name it (x, probs, logits), not "
                    "`input`; passed by position, as everyone passes it, it means the same")
 _SIZE = "the shape argument is named `shape` (NumPy's name); passed by position it means the same"
+_DEVICE = ("`device` defaults to \"cpu\" (as `Tensor`'s in the API contract), which is what PyTorch's None, "
+           "its default device, means here")
 KEPT_DIFFERENCES = {
     **dict.fromkeys([
-        "F.binary_cross_entropy", "F.binary_cross_entropy_with_logits", "F.celu", "F.dropout", "F.elu",
-        "F.hardsigmoid", "F.hardswish", "F.hardtanh", "F.leaky_relu", "F.linear", "F.logsigmoid", "F.mish",
-        "F.one_hot", "F.pad", "F.relu", "F.relu6", "F.selu", "F.silu", "F.softplus", "F.softsign"],
-        _FIRST_ARGUMENT),
-    "F.softmax": "a third argument `mask` (True = takes part), the lessons' masks; no `dtype`",
-    "F.log_softmax": "a third argument `mask`, as softmax; no `dtype`",
-    "F.layer_norm": "no `normalized_shape`: it normalises over the last axis, as the lessons write it "
-                    "(weight and bias come second and third)",
-    "F.rms_norm": "no `normalized_shape`: over the last axis, as layer_norm",
-    "Tensor.backward": "the cotangent is named `grad`; retain_graph and create_graph are not supported",
-    "Tensor.transpose": "`transpose(*dims)`: two dims swap them as PyTorch; a full permutation of all "
-                        "dims (ndim > 2) also works, as before the one rule",
-    "Tensor.swapdims": "an alias of `swapaxes(axis0, axis1)`: PyTorch names the same arguments dim0, dim1",
-    "Tensor.sort": "`stable` may be given by position (PyTorch: keyword only); the sort is always stable",
-    "Tensor.div": "the divisor is named `other` (PyTorch's docstring says value, torch.div says other); "
-                  "no rounding_mode",
-    "Tensor.mul": "the factor is named `other` (as torch.mul; the method's docstring says value)",
+        "F.celu", "F.dropout", "F.elu", "F.hardsigmoid", "F.hardswish", "F.hardtanh", "F.leaky_relu",
+        "F.linear", "F.logsigmoid", "F.mish", "F.one_hot", "F.pad", "F.relu", "F.relu6", "F.selu",
+        "F.silu", "F.softplus", "F.softsign"], ("x", _FIRST_ARGUMENT)),
+    "F.binary_cross_entropy": ("probs", _FIRST_ARGUMENT),
+    "F.binary_cross_entropy_with_logits": ("logits", _FIRST_ARGUMENT),
+    "F.softmax": ("x dim mask", "a third argument `mask` (True = takes part), the lessons' masks, where "
+                  "PyTorch has `dtype`; `dim` defaults to −1 as the API contract fixes it (PyTorch's None "
+                  "guesses a dim, with a warning)"),
+    "F.log_softmax": ("x dim mask", "a third argument `mask`, and `dim` −1 by default, as softmax"),
+    "F.layer_norm": ("x weight bias eps normalized_shape",
+                     "no `normalized_shape`: it normalises over the last axis, as the lessons write it "
+                     "(weight and bias come second and third)"),
+    "F.rms_norm": ("x weight eps normalized_shape",
+                   "no `normalized_shape`: over the last axis, as layer_norm"),
+    "F.scaled_dot_product_attention": (
+        "q k v mask is_causal scale return_weights fused dropout_p enable_gqa window",
+        "the API contract's signature: q, k, v, mask (True = takes part, as PyTorch's boolean attn_mask), "
+        "is_causal, scale, return_weights; PyTorch's fifth argument, dropout_p, is a keyword here, "
+        "beside fused, enable_gqa and window"),
+    "Tensor.backward": ("grad retain_graph create_graph inputs",
+                        "the cotangent is named `grad`; retain_graph, create_graph and inputs are not "
+                        "taken: the graph is always kept (as retain_graph=True), and higher-order and "
+                        "partial backward passes are not supported"),
+    "Tensor.transpose": ("dims dim1", "`transpose(*dims)`: two dims swap them as PyTorch; a full "
+                         "permutation of all dims (ndim > 2) also works, as before the one rule"),
+    "Tensor.swapdims": ("axis0 axis1", "an alias of `swapaxes(axis0, axis1)`: PyTorch names the same "
+                                       "arguments dim0, dim1"),
+    "Tensor.sort": ("stable", "`stable` may be given by position (PyTorch: keyword only); the sort is always "
+                              "stable"),
+    "Tensor.topk": ("dim", "`dim` defaults to −1, as the API contract fixes it; PyTorch's None means the "
+                           "last dim too, and is taken here"),
+    "Tensor.div": ("other", "the divisor is named `other` (PyTorch's docstring says value, torch.div says "
+                            "other)"),
+    "Tensor.mul": ("other", "the factor is named `other` (as torch.mul; the method's docstring says value)"),
     **dict.fromkeys(["Tensor.logical_and", "Tensor.logical_or"],
-                    "none: PyTorch's docstring shows no parameter (its function takes `other`, as here)"),
-    "Tensor.expand": "`expand(*sizes)`: the same call, its argument named sizes",
-    "Tensor.to": "`to(device)` only: dtype conversion is not supported",
-    "ta.where": "`where(cond, a, b)`: the contract's names; by position the same",
-    "ta.arange": "`arange(start, stop, step)`: NumPy's name for the end; by position the same",
-    **dict.fromkeys(["ta.zeros", "ta.ones", "ta.full", "ta.randn", "ta.rand"], _SIZE),
+                    ("other", "none: PyTorch's docstring shows no parameter (its function takes `other`, "
+                              "as here)")),
+    "Tensor.expand": ("sizes", "`expand(*sizes)`: the same call, its argument named sizes"),
+    "Tensor.to": ("device kwargs", "`to(device)` only: dtype conversion is not supported"),
+    "ta.where": ("cond a b", "`where(cond, a, b)`: the contract's names; by position the same"),
+    "ta.arange": ("start stop device", "`arange(start, stop, step)`: NumPy's name for the end, and "
+                                       "arange(end) works as PyTorch's (its docstring's start=0 before a "
+                                       "required end is no Python signature); " + _DEVICE),
+    "ta.randint": ("low device", "randint(high, size) draws from [0, high) as PyTorch's (its docstring's "
+                                 "low=0 before a required high is no Python signature); " + _DEVICE),
+    **dict.fromkeys(["ta.zeros", "ta.ones", "ta.full", "ta.randn", "ta.rand"],
+                    ("shape device", f"{_SIZE}; {_DEVICE}")),
+    **dict.fromkeys(["ta.eye", "ta.linspace", "ta.tensor"], ("device", _DEVICE)),
 }
 
 # What a learner can call that is not an op of its own: a composition of registered ops (as
@@ -111,9 +138,11 @@ def formula_table() -> str:
               + " ".join(f"`{n}`" for n in CONSTRUCTORS.split()) + ".", "",
               f"**Out of scope:** {OUT_OF_SCOPE}.", "",
               "## Differences from PyTorch's signatures kept on purpose", "",
-              "Every function here with a PyTorch name takes PyTorch's parameters in PyTorch's order "
-              "(a test compares them with PyTorch's), except:", "", "| function | why |", "|---|---|"]
-    lines += [f"| `{name}` | {why} |" for name, why in KEPT_DIFFERENCES.items()]
+              "Every function here with a PyTorch name takes PyTorch's parameters in PyTorch's order, "
+              "with PyTorch's defaults, and none of them is missing (a test compares them with "
+              "PyTorch's), except:", "", "| function | parameters | why |", "|---|---|---|"]
+    lines += [f"| `{name}` | {' '.join(f'`{p}`' for p in params.split())} | {why} |"
+              for name, (params, why) in KEPT_DIFFERENCES.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -25,8 +25,8 @@ def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[in
     many = isinstance(axis, (tuple, list))
     axes = tuple(_as_int(op, a) for a in (axis if many else (axis,)))
     label = f"axes {tuple(axis)} are" if many else f"axis {axis} is"
-    # A 0-d tensor (ndim 0) has no axis: the range −0 ≤ a < 0 is empty, so every axis is refused.
-    # (NumPy lets some reductions take axis 0 or −1 of a 0-d array; we do not guess.)
+    # A 0-d tensor (ndim 0) has no axis: the range −0 ≤ a < 0 is empty, so every axis is refused
+    # here; the ops that PyTorch lets take dim 0 or −1 of a 0-d tensor check it with check_zero_d_dim.
     if any(not -ndim <= a < ndim for a in axes):
         raise ShapeError(f"{op}: {label} out of range for a tensor with {ndim} dims")
     axes = tuple(a % ndim for a in axes)
@@ -43,10 +43,14 @@ def normalize_axis(op: str, axis: Any, ndim: int) -> int:
 
 
 def check_zero_d_dim(op: str, dim: Any) -> None:
-    """The dim of an op that PyTorch lets take a 0-d tensor (sort, cumsum, gather, softmax) as if it
-    had one axis: 0 or −1, anything else a ShapeError."""
-    if _as_int(op, dim) not in (0, -1):
+    """The dim of an op that PyTorch lets take a 0-d tensor as if it had one axis (the reductions,
+    sort, cumsum, gather, softmax, squeeze, flip, …): 0 or −1, or a tuple of one of them; anything
+    else a ShapeError."""
+    dims = tuple(_as_int(op, d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    if any(d not in (0, -1) for d in dims):
         raise ShapeError(f"{op}: dim {dim} is out of range for a 0-d tensor (0 or -1 only)")
+    if len(dims) > 1:
+        raise ShapeError(f"{op}: dims {tuple(dim)} repeat the one axis of a 0-d tensor")
 
 
 def _as_int(op: str, a: Any) -> int:

@@ -125,21 +125,30 @@ def copy_indices(shape: Shape, widths: tuple[tuple[int, int], ...], mode: str) -
 
 
 def roll_shifts(shifts: int | Sequence[int], axis: Any, ndim: int) -> tuple[Any, Any]:
-    """``roll``'s (shifts, axes): one shift per axis, or one int over the flattened tensor when
-    axis is None.
+    """``roll``'s (shifts, axes): one shift per axis, or, when axis is None, one shift (an int or a
+    sequence of one, as PyTorch takes it) over the flattened tensor.
 
     Raises:
-        ValueError: "roll: 2 shifts for 1 axes"; "roll: without axis, shifts must be one int, …".
+        TypeError: a shift is not an int.
+        ValueError: "roll: 2 shifts for 1 axes"; "roll: without dims, shifts must be one int, …".
     """
+    many = isinstance(shifts, (list, tuple))
+    counts = [_shift(s) for s in (shifts if many else (shifts,))]
     if axis is None:
-        if not isinstance(shifts, int):
-            raise ValueError(f"roll: without axis, shifts must be one int, got {shifts!r}")
-        return shifts, None
+        if len(counts) != 1:
+            raise ValueError(f"roll: without dims, shifts must be one int (the flattened tensor's "
+                             f"shift), got {shifts!r}")
+        return counts[0], None
     axis = normalize_axes("roll", axis, ndim, sort=False)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if len(shifts) != len(axis):
-        raise ValueError(f"roll: {len(shifts)} shifts for {len(axis)} axes")
-    return shifts, axis
+    if len(counts) != len(axis):
+        raise ValueError(f"roll: {len(counts)} shifts for {len(axis)} axes")
+    return tuple(counts), axis
+
+
+def _shift(shift: Any) -> int:
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
+        raise TypeError(f"roll: shifts must be ints, got {shift!r}")
+    return int(shift)
 
 
 def check_index_along(name: str, shape: Shape, axis: int, index: Any) -> None:

@@ -246,63 +246,108 @@ class NllLoss(Op):
         return (-(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), *nones)
 
 
+_ELEMENT_WEIGHT = np.array([0.5, 2.0, 1.0, 0.25])       # one per column of a (3, 4) input, broadcast
+_POS_WEIGHT = np.array([3.0, 0.5, 1.0, 2.0])
+
+
+def _weighted_losses(ctx, losses, weight):
+    """The per-element losses times `weight` (None: unweighted), which backward reads again."""
+    if weight is None:
+        return losses
+    ctx.save(weight=weight)
+    return losses * weight
+
+
+def _weighted_scale(ctx, grad, size):
+    """dℓ per element (``_per_position``) times the element weights when there are some."""
+    scale = _per_position(grad, ctx.reduction, size)
+    return scale * ctx.saved["weight"] if "weight" in ctx.saved else scale
+
+
 @register
 class BinaryCrossEntropy(Op):
-    """ℓ = −(y log p + (1 − y) log(1 − p)) per element, each log clamped at −100 (as PyTorch)."""
+    """ℓ = −w·(y log p + (1 − y) log(1 − p)) per element, each log clamped at −100 (as PyTorch); w
+    the element weights (1 without them, broadcast to p), then reduced (the mean over the elements)."""
 
     name = "binary_cross_entropy"
-    formula = {"p": "dp = dℓ ⊙ (p − y) / max(p(1 − p), 1e−12)", "y": "dy = dℓ ⊙ (log(1 − p) − log p)"}
-    residuals = {"p": "p (the probabilities)", "y": "y (the targets)"}
+    formula = {"p": "dp = dℓ ⊙ w ⊙ (p − y) / max(p(1 − p), 1e−12)",
+               "y": "dy = dℓ ⊙ w ⊙ (log(1 − p) − log p)", "weight": None}
+    residuals = {"p": "p (the probabilities)", "y": "y (the targets)", "weight": "w (the element weights)"}
     cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}, domain="probability"),
              Case((5,), (5,), params={"reduction": "sum"}, domain="probability"),
-             Case((2, 3), (2, 3), params={"reduction": "none"}, domain="probability"))
+             Case((2, 3), (2, 3), params={"reduction": "none"}, domain="probability"),
+             Case((3, 4), (3, 4), _ELEMENT_WEIGHT, params={"reduction": "mean"}, domain="probability"),
+             Case((2, 4), (2, 4), _ELEMENT_WEIGHT[None], params={"reduction": "none"}, domain="probability"))
 
     @staticmethod
-    def forward(ctx, p, y, *, reduction):
+    def forward(ctx, p, y, weight=None, *, reduction):
         xp = ctx.xp
         ctx.save(p=p, y=y)
         losses = -(y * xp.maximum(xp.log(p), -100) + (1 - y) * xp.maximum(xp.log1p(-p), -100))
-        return _reduced(losses, reduction, losses.size)
+        return _reduced(_weighted_losses(ctx, losses, weight), reduction, losses.size)
 
     @staticmethod
     def backward(ctx, grad):
-        """∂ℓ/∂p = −y/p + (1 − y)/(1 − p) = (p − y)/(p(1 − p)), the denominator kept ≥ 1e−12;
-        ℓ is linear in y with slope log(1 − p) − log p."""
+        """∂ℓ/∂p = w(−y/p + (1 − y)/(1 − p)) = w(p − y)/(p(1 − p)), the denominator kept ≥ 1e−12;
+        ℓ is linear in y with slope w(log(1 − p) − log p). The weights take no gradient."""
         xp = ctx.xp
         p, y = ctx.saved["p"], ctx.saved["y"]
-        scale = _per_position(grad, ctx.reduction, p.size)
+        scale = _weighted_scale(ctx, grad, p.size)
         return ((p - y) / xp.maximum(p * (1 - p), 1e-12) * scale if ctx.needs_grad[0] else None,
                 (xp.maximum(xp.log1p(-p), -100) - xp.maximum(xp.log(p), -100)) * scale
-                if ctx.needs_grad[1] else None)
+                if ctx.needs_grad[1] else None, *(None,) * (len(ctx.needs_grad) - 2))
 
 
 @register
 class BinaryCrossEntropyWithLogits(Op):
-    """ℓ = −(y log σ(x) + (1 − y) log(1 − σ(x))) = max(x, 0) − x·y + log(1 + e^(−|x|)), stable."""
+    """ℓ = −w·(pw·y log σ(x) + (1 − y) log(1 − σ(x))) = w·((1 − y)x + (1 + (pw − 1)y)·softplus(−x)),
+    stable; w the element weights and pw the positive weights (1 without them, broadcast to x)."""
 
     name = "binary_cross_entropy_with_logits"
-    formula = {"x": "dx = dℓ ⊙ (σ(x) − y)", "y": "dy = −dℓ ⊙ x"}
-    residuals = {"x": "x (the logits)", "y": "y (the targets)"}
+    formula = {"x": "dx = dℓ ⊙ w ⊙ ((1 + (pw − 1)y)·σ(x) − pw·y)",
+               "y": "dy = dℓ ⊙ w ⊙ ((pw − 1)·softplus(−x) − x)", "weight": None, "pos_weight": None}
+    residuals = {"x": "x (the logits)", "y": "y (the targets)", "weight": "w (the element weights)",
+                 "pos_weight": "pw (the weights of the positive term)",
+                 "softplus_neg": "softplus(−x) = −log σ(x)"}
     cases = (Case((3, 4), (3, 4), params={"reduction": "mean"}),
              Case((5,), (5,), params={"reduction": "sum"}, domain="probability"),
-             Case((2, 3), (2, 3), params={"reduction": "none"}))
+             Case((2, 3), (2, 3), params={"reduction": "none"}),
+             Case((3, 4), (3, 4), _ELEMENT_WEIGHT, _POS_WEIGHT, params={"reduction": "mean"},
+                  domain="probability"),
+             Case((3, 4), (3, 4), None, _POS_WEIGHT, params={"reduction": "none"}),
+             Case((2, 4), (2, 4), _ELEMENT_WEIGHT, params={"reduction": "sum"}, domain="probability"))
 
     @staticmethod
-    def forward(ctx, x, y, *, reduction):
+    def forward(ctx, x, y, weight=None, pos_weight=None, *, reduction):
         xp = ctx.xp
         ctx.save(x=x, y=y)
-        losses = xp.maximum(x, 0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
-        return _reduced(losses, reduction, losses.size)
+        tail = xp.log1p(xp.exp(-xp.abs(x)))
+        if pos_weight is None:
+            losses = xp.maximum(x, 0) - x * y + tail                # softplus(x) − x·y
+        else:
+            softplus_neg = xp.maximum(-x, 0) + tail                 # −log σ(x)
+            ctx.save(pos_weight=pos_weight, softplus_neg=softplus_neg)
+            losses = (1 - y) * x + (1 + (pos_weight - 1) * y) * softplus_neg
+        return _reduced(_weighted_losses(ctx, losses, weight), reduction, losses.size)
 
     @staticmethod
     def backward(ctx, grad):
-        """With log σ(x) = x − softplus(x) and log(1 − σ(x)) = −softplus(x): ℓ = softplus(x) − x·y,
-        so ∂ℓ/∂x = σ(x) − y and ∂ℓ/∂y = −x."""
+        """With −log σ(x) = softplus(−x) and −log(1 − σ(x)) = softplus(x) = x + softplus(−x):
+        ℓ/w = pw·y·softplus(−x) + (1 − y)(x + softplus(−x)) = (1 − y)x + (1 + (pw − 1)y)·softplus(−x).
+        d softplus(−x)/dx = −σ(−x) = σ(x) − 1, so ∂ℓ/∂x = w((1 − y) + (1 + (pw − 1)y)(σ(x) − 1))
+        = w((1 + (pw − 1)y)σ(x) − pw·y), and ∂ℓ/∂y = w(−x + (pw − 1)·softplus(−x)); pw = 1 gives
+        σ(x) − y and −x. The weights take no gradient."""
+        xp = ctx.xp
         x, y = ctx.saved["x"], ctx.saved["y"]
-        scale = _per_position(grad, ctx.reduction, x.size)
-        sigmoid = 0.5 * (1 + ctx.xp.tanh(0.5 * x))
-        return ((sigmoid - y) * scale if ctx.needs_grad[0] else None,
-                -x * scale if ctx.needs_grad[1] else None)
+        scale = _weighted_scale(ctx, grad, x.size)
+        sigmoid = 0.5 * (1 + xp.tanh(0.5 * x))
+        nones = (None,) * (len(ctx.needs_grad) - 2)
+        if "pos_weight" not in ctx.saved:
+            return ((sigmoid - y) * scale if ctx.needs_grad[0] else None,
+                    -x * scale if ctx.needs_grad[1] else None, *nones)
+        pw = ctx.saved["pos_weight"]
+        return (((1 + (pw - 1) * y) * sigmoid - pw * y) * scale if ctx.needs_grad[0] else None,
+                ((pw - 1) * ctx.saved["softplus_neg"] - x) * scale if ctx.needs_grad[1] else None, *nones)
 
 
 @register

@@ -1,5 +1,5 @@
-"""Piecewise functions of one input: abs, sign, the rounding ops (floor, ceil, round, trunc) and
-clip.
+"""Piecewise functions: abs, sign, the rounding ops (floor, ceil, round, trunc), clip, and the
+rounded quotient of two inputs (div with a rounding_mode).
 
 The rounding ops and sign are piecewise constant: their gradient is 0 wherever it exists (PyTorch
 returns 0 everywhere, also at the jumps), so they pass no gradient back.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Abs", "Ceil", "Clip", "Floor", "Round", "Sign", "Trunc"]
+__all__ = ["Abs", "Ceil", "Clip", "Floor", "Round", "RoundedDiv", "Sign", "Trunc"]
 
 
 class _PiecewiseConstant(Op):
@@ -126,3 +126,31 @@ class Clip(Op):
         """Slope 1 where x lies within the bounds (the bounds included, as PyTorch's clamp), 0 where
         it was replaced by a bound."""
         return (grad * ctx.saved["inside"] if ctx.needs_grad[0] else None,)
+
+
+@register
+class RoundedDiv(Op):
+    """c = a / b rounded toward zero ("trunc") or down ("floor", as Python's //).
+
+    PyTorch's ``div(rounding_mode=…)``: integers stay integers, floats are rounded after the
+    division (floor as Python's // rounds, which can differ from ⌊a/b⌋ where a/b rounds up)."""
+
+    name = "div_rounded"
+    formula = {"a": "da = 0", "b": "db = 0"}
+    cases = (Case((3, 4), (3, 4), params={"rounding_mode": "floor"}, domain="nonzero"),
+             Case((2, 3), (3,), params={"rounding_mode": "trunc"}, domain="nonzero"))
+
+    @staticmethod
+    def forward(ctx, a, b, *, rounding_mode):
+        xp = ctx.xp
+        if rounding_mode == "floor":
+            return xp.floor_divide(a, b)
+        if a.dtype.kind == "f":
+            return xp.trunc(a / b)
+        down = xp.floor_divide(a, b)            # one less than toward zero where the signs differ
+        return down + ((down * b != a) & ((a < 0) != (b < 0)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Flat in both inputs between its jumps (the jumps given slope 0, as PyTorch): da = db = 0."""
+        return tuple(ctx.xp.zeros_like(grad) if needed else None for needed in ctx.needs_grad)
