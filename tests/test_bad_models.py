@@ -15,7 +15,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 import tinygrad_attn as ta
 from tinygrad_attn.commands.cli import main
-from tinygrad_attn.errors import CheckpointError
+from tinygrad_attn.errors import CheckpointError, TokenizerError
 from tinygrad_attn.pretrained import loading
 from tinygrad_attn.text import HuggingFaceTokenizer
 
@@ -240,6 +240,9 @@ def test_a_tokenizer_smaller_than_the_vocabulary(tmp_path, capsys):
     model = llama_folder(tmp_path, tokenizer_size=30)
     _, tokenizer = ta.load_pretrained(tmp_path)
     assert tokenizer.vocab_size == VOCAB and tokenizer.decode([1, 60, 2]) == "w1 w2"
+    assert tokenizer.tokens([1, 60]) == ["w1", ""]
+    with pytest.raises(TokenizerError, match="the tokenizer has 30 ids, more than vocab_size 20"):
+        HuggingFaceTokenizer(tokenizer.tokenizer, 20)
     ids = tokenizer.encode("w1 w2 w3")
     chosen = model.generate(np.array(ids), 12).numpy()[len(ids):]
     assert (chosen >= 30).any() and (chosen < 30).any()     # the test means something: both kinds written

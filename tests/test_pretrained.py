@@ -2,7 +2,10 @@
 downloaded): logits, loss and every parameter's gradient, greedy tokens, the reverse direction,
 shards, bfloat16, a tokenizer.json, and the refusals of bad folders."""
 
+import dataclasses
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +18,8 @@ from hf_models import KINDS, exact_float64, hf_model, torch_loss  # noqa: E402
 import tinygrad_attn as ta  # noqa: E402
 from tinygrad_attn import functional as F  # noqa: E402
 from tinygrad_attn.errors import CheckpointError  # noqa: E402
-from tinygrad_attn.pretrained.names import links  # noqa: E402
+from tinygrad_attn.pretrained.configs import PASSED_OVER, options_from_config  # noqa: E402
+from tinygrad_attn.pretrained.names import checkpoint_shapes, links  # noqa: E402
 
 
 @pytest.fixture
@@ -90,6 +94,18 @@ def test_options_each_kind_uses(tmp_path, float64):
     assert seen["mistral"].blocks[1].attn.window == 5
     qwen = seen["qwen2"].blocks[0].attn
     assert qwen.q_proj.bias is not None and qwen.out_proj.bias is None and qwen.n_kv_heads == 1
+
+
+def test_checkpoint_shapes_are_those_of_the_model_built(tmp_path):
+    """The names and shapes checked against the headers before the model is built are those the
+    built model's parameters give through `links`."""
+    for kind in KINDS:
+        hf_model(kind, dtype=torch.float32).save_pretrained(tmp_path / kind)
+        options = options_from_config(json.loads((tmp_path / kind / "config.json").read_text()))
+        params = dict(ta.load_pretrained(tmp_path / kind)[0].named_parameters())
+        from_model = {link.theirs: link.theirs_shape([params[o].shape for o in link.ours])
+                      for link in links(kind, set(params), options["num_layers"])}
+        assert checkpoint_shapes(kind, options) == from_model, kind
 
 
 def test_float32_within_1e_4(tmp_path, monkeypatch):
@@ -194,8 +210,6 @@ def their_config(kind, **changes):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_keys_left_out_mean_what_transformers_defaults_to(kind):
-    from tinygrad_attn.pretrained.configs import options_from_config
-
     ours, theirs = options_from_config({"model_type": kind}), their_config(kind)
     if kind == "gpt2":
         expected = dict(vocab_size=theirs.vocab_size, d_model=theirs.n_embd, num_heads=theirs.n_head,
@@ -211,6 +225,21 @@ def test_keys_left_out_mean_what_transformers_defaults_to(kind):
                         rope_base=theirs.rope_parameters["rope_theta"],
                         window=getattr(theirs, "sliding_window", None))
     assert {k: ours[k] for k in expected} == expected
+    assert options_from_config(theirs.to_dict()) == ours     # every key transformers writes is read
+
+
+def test_the_docs_table_names_every_key_transformers_knows():
+    """docs/real_model.md §6 has a row for each field of the config classes of the four types (and
+    of the Ministral a mistral config with layer_types becomes)."""
+    page = (Path(__file__).parents[1] / "docs" / "real_model.md").read_text()
+    table = page.split("## 6. What `load_pretrained` does with each key of config.json")[1].split("\n## ")[0]
+    named = {key for row in table.splitlines() if row.startswith("| `")
+             for key in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    classes = (transformers.GPT2Config, transformers.LlamaConfig, transformers.MistralConfig,
+               transformers.Qwen2Config, transformers.MinistralConfig)
+    fields = {f.name for cls in classes for f in dataclasses.fields(cls)}
+    assert fields - named - PASSED_OVER == set()
+    assert "rope_scaling" in named and "rope_theta" in named           # transformers 4's names
 
 
 def edited_folder(path, kind, changes, drop=(), edit_weights=None):
