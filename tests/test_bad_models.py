@@ -30,10 +30,10 @@ def word_tokenizer(size: int) -> HuggingFaceTokenizer:
     return HuggingFaceTokenizer(inner)
 
 
-def llama_folder(path, vocab=VOCAB, tokenizer_size=VOCAB):
+def llama_folder(path, tokenizer_size=VOCAB):
     """A 2-layer Llama (GQA, head_dim 6) saved with a word tokenizer of `tokenizer_size` ids."""
     ta.manual_seed(0)
-    model = ta.nn.TinyTransformer(vocab, 24, 4, 2, 64, norm="rms", mlp="swiglu", positions="rope",
+    model = ta.nn.TinyTransformer(VOCAB, 24, 4, 2, 64, norm="rms", mlp="swiglu", positions="rope",
                                   n_kv_heads=2, attn_bias=False, head_bias=False)
     ta.save_pretrained(model, path, word_tokenizer(tokenizer_size))
     return model
@@ -117,6 +117,17 @@ BAD = {
                               r"layer_types has 1 entries but num_hidden_layers is 2"),
     "sliding llama": (lambda f: edit_config(f, {"layer_types": ["sliding_attention"] * 2}),
                       r"layer_types has 'sliding_attention' layers but no sliding_window"),
+    "mistral mixing full and sliding layers": (
+        lambda f: edit_config(f, {"model_type": "mistral", "sliding_window": 5,
+                                  "layer_types": ["sliding_attention", "full_attention"]}),
+        r"layer_types mixes 'full_attention' and 'sliding_attention' layers"),
+    "qwen2 sliding from layer 1 of 2": (
+        lambda f: edit_config(f, {"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 5,
+                                  "max_window_layers": 1}), r"layer_types mixes"),
+    "layer kind unknown": (lambda f: edit_config(f, {"layer_types": ["linear_attention"] * 2}),
+                           r"layer_types 'linear_attention' are not supported for llama"),
+    "activation null": (lambda f: edit_config(f, {"hidden_act": None}),
+                        r"hidden_act is null; llama needs a string"),
     "vocab a float": (lambda f: edit_config(f, {"vocab_size": 61.0}),
                       r"vocab_size = 61.0 is not an integer ≥ 1"),
     "layers a flag": (lambda f: edit_config(f, {"num_hidden_layers": True}),
@@ -138,14 +149,14 @@ BAD = {
     "yarn": (lambda f: edit_config(f, {"rope_parameters": YARN}), r"RoPE scaling 'yarn' \(rope_parameters\)"),
     "offsets strings": (lambda f: edit_header(f, lambda h: h[NORM].update(data_offsets=["0", "96"])),
                         r"tensor 'model.norm.weight' has data_offsets \['0', '96'\]; they are two integers"),
-    "offsets floats": (lambda f: edit_header(f, lambda h: h["model.norm.weight"].update(
-        data_offsets=[float(o) for o in h["model.norm.weight"]["data_offsets"]])),
+    "offsets floats": (lambda f: edit_header(f, lambda h: h[NORM].update(
+        data_offsets=[float(o) for o in h[NORM]["data_offsets"]])),
         r"tensor 'model.norm.weight' has data_offsets \[\d+\.0, \d+\.0\]"),
-    "dtype a list": (lambda f: edit_header(f, lambda h: h["model.norm.weight"].update(dtype=["F32"])),
+    "dtype a list": (lambda f: edit_header(f, lambda h: h[NORM].update(dtype=["F32"])),
                      r"tensor 'model.norm.weight' has dtype \['F32'\]; tinygrad_attn reads F64, F32"),
-    "shape a string": (lambda f: edit_header(f, lambda h: h["model.norm.weight"].update(shape="24")),
+    "shape a string": (lambda f: edit_header(f, lambda h: h[NORM].update(shape="24")),
                        r"tensor 'model.norm.weight' has shape '24'; a shape is a list of integers"),
-    "entry a number": (lambda f: edit_header(f, lambda h: h.update({"model.norm.weight": 7})),
+    "entry a number": (lambda f: edit_header(f, lambda h: h.update({NORM: 7})),
                        r"tensor 'model.norm.weight' has a malformed header entry 7"),
     "overlapping tensors": (lambda f: edit_header(f, overlap),
                             r"post_attention_layernorm.weight' starts at byte \d+ but tensor "
@@ -157,13 +168,13 @@ BAD = {
     "index nested deep": (lambda f: ((f / "model.safetensors").unlink(),
                                      (f / "model.safetensors.index.json").write_text(nested())),
                           r"model.safetensors.index.json: not a safetensors index"),
-    "wrong shape": (lambda f: save_tensor(f, "model.norm.weight", np.ones(25, np.float32)),
+    "wrong shape": (lambda f: save_tensor(f, NORM, np.ones(25, np.float32)),
                     r"tensor model.norm.weight has shape \(25,\) in model.safetensors but config.json's "
                     r"sizes give \(24,\)"),
-    "1e300 in float64": (lambda f: save_tensor(f, "model.norm.weight", np.full(24, 1e300)),
+    "1e300 in float64": (lambda f: save_tensor(f, NORM, np.full(24, 1e300)),
                          r"'model.norm.weight' holds values up to 1e\+300 in float64, beyond float32's "
                          r"largest \(3.4e\+38\); read it with ta.set_default_dtype\(np.float64\)"),
-    "NaN": (lambda f: save_tensor(f, "model.norm.weight", np.full(24, np.nan, np.float32)),
+    "NaN": (lambda f: save_tensor(f, NORM, np.full(24, np.nan, np.float32)),
             r"'model.norm.weight' holds 24 NaN or infinite values"),
     "garbage tokenizer": (lambda f: (f / "tokenizer.json").write_text('{"model": 3}'),
                           r"tokenizer.json is not a Hugging Face tokenizer.json"),
