@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import CheckpointError
 from ..nn import LayerNorm, RMSNorm, SwiGLU, TiedHead, TinyTransformer
 
-__all__ = ["MODEL_TYPES", "PASSED_OVER", "config_for", "options_from_config"]
+__all__ = ["MODEL_TYPES", "PASSED_OVER", "config_for", "options_from_config", "shown"]
 
 # Keys of every config that change nothing a model computes in eval mode.
 PASSED_OVER = frozenset({
@@ -49,7 +49,7 @@ DEFAULT_THETA = 10000.0
 
 
 @dataclass(frozen=True)
-class Kind:
+class _Kind:
     """What a config value must be: `fits` tests a parsed JSON value, `name` says it in messages."""
 
     name: str
@@ -63,15 +63,15 @@ def _finite(value: Any) -> bool:
         return False
 
 
-SIZE = Kind("an integer ≥ 1", lambda v: type(v) is int and v >= 1)
-COUNT = Kind("an integer ≥ 0", lambda v: type(v) is int and v >= 0)
-NUMBER = Kind("a finite number", lambda v: type(v) in (int, float) and _finite(v))
-EPS = Kind("a finite number ≥ 0", lambda v: NUMBER.fits(v) and v >= 0)
-THETA = Kind("a finite number > 0", lambda v: NUMBER.fits(v) and v > 0)
-FLAG = Kind("true or false", lambda v: type(v) is bool)
-TEXT = Kind("a string", lambda v: type(v) is str)
-OBJECT = Kind("a JSON object", lambda v: type(v) is dict)
-NAMES = Kind("a list of strings", lambda v: type(v) is list and all(type(s) is str for s in v))
+SIZE = _Kind("an integer ≥ 1", lambda v: type(v) is int and v >= 1)
+COUNT = _Kind("an integer ≥ 0", lambda v: type(v) is int and v >= 0)
+NUMBER = _Kind("a finite number", lambda v: type(v) in (int, float) and _finite(v))
+EPS = _Kind("a finite number ≥ 0", lambda v: NUMBER.fits(v) and v >= 0)
+THETA = _Kind("a finite number > 0", lambda v: NUMBER.fits(v) and v > 0)
+FLAG = _Kind("true or false", lambda v: type(v) is bool)
+TEXT = _Kind("a string", lambda v: type(v) is str)
+OBJECT = _Kind("a JSON object", lambda v: type(v) is dict)
+NAMES = _Kind("a list of strings", lambda v: type(v) is list and all(type(s) is str for s in v))
 
 _REFUSED = object()     # `null=` of a key that must not be null (transformers refuses null there)
 
@@ -89,7 +89,7 @@ class _Reader:
     def __init__(self, config: dict[str, Any], model_type: str):
         self.config, self.model_type, self.read = config, model_type, set(PASSED_OVER)
 
-    def get(self, key: str, kind: Kind, default: Any, null: Any = _REFUSED) -> Any:
+    def get(self, key: str, kind: _Kind, default: Any, null: Any = _REFUSED) -> Any:
         """config[key], checked to be `kind`; `default` when the key is absent and `null` when it
         is null (a CheckpointError where null means nothing to transformers)."""
         self.read.add(key)
@@ -104,7 +104,7 @@ class _Reader:
             raise CheckpointError(f"config.json: {key} = {shown(value)} is not {kind.name}")
         return value
 
-    def need(self, key: str, kind: Kind, default: Any, allowed: tuple[Any, ...]) -> Any:
+    def need(self, key: str, kind: _Kind, default: Any, allowed: tuple[Any, ...]) -> Any:
         """`get`, and a CheckpointError unless the value is one of `allowed`."""
         value = self.get(key, kind, default)
         if value not in allowed:
