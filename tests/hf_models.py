@@ -8,6 +8,8 @@ keeps float64, so that the comparison can be held to 1e-10.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import torch
 import transformers as T
@@ -41,10 +43,11 @@ def _rotary(self, x, position_ids):
 
 
 def exact_float64(monkeypatch) -> None:
-    """RMSNorm and RoPE's angles of every Llama-family model computed in the model's dtype."""
-    for family in ("llama", "mistral", "qwen2"):
-        module = getattr(T.models, family).__dict__[f"modeling_{family}"]
-        prefix = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2"}[family]
+    """RMSNorm and RoPE's angles of every Llama-family model computed in the model's dtype
+    (Ministral: what transformers builds of a mistral config with layer_types)."""
+    for family in ("llama", "mistral", "ministral", "qwen2"):
+        module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+        prefix = {"llama": "Llama", "mistral": "Mistral", "ministral": "Ministral", "qwen2": "Qwen2"}[family]
         monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", _rms_norm)
         monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", _rotary)
 

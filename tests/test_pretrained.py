@@ -2,7 +2,10 @@
 downloaded): logits, loss and every parameter's gradient, greedy tokens, the reverse direction,
 shards, bfloat16, a tokenizer.json, and the refusals of bad folders."""
 
+import dataclasses
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +17,9 @@ from hf_models import KINDS, exact_float64, hf_model, torch_loss  # noqa: E402
 
 import tinygrad_attn as ta  # noqa: E402
 from tinygrad_attn import functional as F  # noqa: E402
-from tinygrad_attn.errors import CheckpointError, ShapeError  # noqa: E402
-from tinygrad_attn.pretrained.names import links  # noqa: E402
+from tinygrad_attn.errors import CheckpointError  # noqa: E402
+from tinygrad_attn.pretrained.configs import PASSED_OVER, options_from_config  # noqa: E402
+from tinygrad_attn.pretrained.names import checkpoint_shapes, links  # noqa: E402
 
 
 @pytest.fixture
@@ -90,6 +94,18 @@ def test_options_each_kind_uses(tmp_path, float64):
     assert seen["mistral"].blocks[1].attn.window == 5
     qwen = seen["qwen2"].blocks[0].attn
     assert qwen.q_proj.bias is not None and qwen.out_proj.bias is None and qwen.n_kv_heads == 1
+
+
+def test_checkpoint_shapes_are_those_of_the_model_built(tmp_path):
+    """The names and shapes checked against the headers before the model is built are those the
+    built model's parameters give through `links`."""
+    for kind in KINDS:
+        hf_model(kind, dtype=torch.float32).save_pretrained(tmp_path / kind)
+        options = options_from_config(json.loads((tmp_path / kind / "config.json").read_text()))
+        params = dict(ta.load_pretrained(tmp_path / kind)[0].named_parameters())
+        from_model = {link.theirs: link.theirs_shape([params[o].shape for o in link.ours])
+                      for link in links(kind, set(params), options["num_layers"])}
+        assert checkpoint_shapes(kind, options) == from_model, kind
 
 
 def test_float32_within_1e_4(tmp_path, monkeypatch):
@@ -185,6 +201,108 @@ def test_tokenizer_json_round_trip(tmp_path):
     assert ta.load_pretrained(tmp_path / "again")[1].encode("the mat") == tok.encode("the mat").ids
 
 
+# ---- configs read as transformers reads them ------------------------------------------------
+
+def their_config(kind, **changes):
+    """The config transformers builds of a config.json of `kind` with `changes`."""
+    return transformers.AutoConfig.for_model(kind, **changes)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_keys_left_out_mean_what_transformers_defaults_to(kind):
+    ours, theirs = options_from_config({"model_type": kind}), their_config(kind)
+    if kind == "gpt2":
+        expected = dict(vocab_size=theirs.vocab_size, d_model=theirs.n_embd, num_heads=theirs.n_head,
+                        num_layers=theirs.n_layer, max_len=theirs.n_positions, d_ff=4 * theirs.n_embd,
+                        norm_eps=theirs.layer_norm_epsilon, tie_embeddings=theirs.tie_word_embeddings)
+    else:
+        heads = theirs.num_attention_heads
+        expected = dict(vocab_size=theirs.vocab_size, d_model=theirs.hidden_size, num_heads=heads,
+                        num_layers=theirs.num_hidden_layers, max_len=theirs.max_position_embeddings,
+                        d_ff=theirs.intermediate_size, n_kv_heads=theirs.num_key_value_heads,
+                        head_dim=getattr(theirs, "head_dim", None) or theirs.hidden_size // heads,
+                        norm_eps=theirs.rms_norm_eps, tie_embeddings=theirs.tie_word_embeddings,
+                        rope_base=theirs.rope_parameters["rope_theta"],
+                        window=getattr(theirs, "sliding_window", None))
+    assert {k: ours[k] for k in expected} == expected
+    assert options_from_config(theirs.to_dict()) == ours     # every key transformers writes is read
+
+
+def test_the_docs_table_names_every_key_transformers_knows():
+    """docs/real_model.md §6 has a row for each field of the config classes of the four types (and
+    of the Ministral a mistral config with layer_types becomes)."""
+    page = (Path(__file__).parents[1] / "docs" / "real_model.md").read_text()
+    table = page.split("## 6. What `load_pretrained` does with each key of config.json")[1].split("\n## ")[0]
+    named = {key for row in table.splitlines() if row.startswith("| `")
+             for key in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    classes = (transformers.GPT2Config, transformers.LlamaConfig, transformers.MistralConfig,
+               transformers.Qwen2Config, transformers.MinistralConfig)
+    fields = {f.name for cls in classes for f in dataclasses.fields(cls)}
+    assert fields - named - PASSED_OVER == set()
+    assert "rope_scaling" in named and "rope_theta" in named           # transformers 4's names
+
+
+def edited_folder(path, kind, changes, drop=(), edit_weights=None):
+    """A tiny `kind` model of transformers saved at `path`, its config.json edited."""
+    theirs = hf_model(kind)
+    theirs.save_pretrained(path)
+    config = {k: v for k, v in json.loads((path / "config.json").read_text()).items() if k not in drop}
+    (path / "config.json").write_text(json.dumps({**config, **changes}))
+    if edit_weights:
+        rewrite_weights(path, edit_weights)
+    return path
+
+
+THETA_77 = {"rope_theta": 77.0}
+SLIDING_QWEN2 = {"use_sliding_window": True, "sliding_window": 5}
+FULL, SLIDING = ["full_attention"] * 2, ["sliding_attention"] * 2
+# (kind, config changes, keys dropped, what our model must then be: window and RoPE base)
+READ_AS_TRANSFORMERS = {
+    "mistral layer_types all full": ("mistral", {"layer_types": FULL}, (), (None, 10000.0)),
+    "mistral layer_types all sliding": ("mistral", {"layer_types": SLIDING}, (), (5, 10000.0)),
+    "mistral sliding_window null": ("mistral", {"sliding_window": None}, (), (None, 10000.0)),
+    "qwen2 sliding from layer 0": ("qwen2", {**SLIDING_QWEN2, "max_window_layers": 0}, ("layer_types",),
+                                   (5, 10000.0)),
+    "qwen2 sliding from layer 2 of 2": ("qwen2", {**SLIDING_QWEN2, "max_window_layers": 2}, ("layer_types",),
+                                        (None, 10000.0)),
+    "rope_theta of transformers 4": ("llama", THETA_77, ("rope_parameters",), (None, 77.0)),
+    "rope_parameters null": ("llama", {"rope_parameters": None, **THETA_77}, (), (None, 77.0)),
+    "plain rope_scaling, rope_theta beside": ("llama", {"rope_scaling": {"rope_type": "default"}, **THETA_77},
+                                              ("rope_parameters",), (None, 77.0)),
+    "rope_scaling's own theta": ("llama", {"rope_scaling": {"type": "default", "rope_theta": 77.0}},
+                                 ("rope_parameters",), (None, 77.0)),
+    "no theta anywhere": ("llama", {"rope_parameters": {"rope_type": "default"}}, (), (None, 10000.0)),
+    "the same theta twice": ("llama", {"rope_parameters": THETA_77, **THETA_77}, (), (None, 77.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(READ_AS_TRANSFORMERS))
+def test_configs_compute_what_transformers_computes(case, tmp_path, monkeypatch, float64):
+    exact_float64(monkeypatch)
+    kind, changes, drop, (window, base) = READ_AS_TRANSFORMERS[case]
+    folder = edited_folder(tmp_path, kind, changes, drop)
+    ours, _ = ta.load_pretrained(folder)
+    attn = ours.blocks[0].attn
+    assert (attn.window, attn.rope_base) == (window, base)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
+                                                               attn_implementation="sdpa").eval()
+    ids = ids_for(shape=(2, 12))                                   # longer than the window of 5
+    np.testing.assert_allclose(ours(ids).numpy(), theirs(torch.tensor(ids)).logits.detach().numpy(),
+                               rtol=0, atol=1e-10)
+
+
+def test_no_layers_computes_what_transformers_computes(tmp_path, monkeypatch, float64):
+    exact_float64(monkeypatch)
+    folder = edited_folder(tmp_path, "llama", {"num_hidden_layers": 0}, edit_weights=lambda t: [
+        t.pop(name) for name in list(t) if name.startswith("model.layers.")])
+    ours, _ = ta.load_pretrained(folder)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64).eval()
+    ids = ids_for()
+    assert ours.blocks == []
+    np.testing.assert_allclose(ours(ids).numpy(), theirs(torch.tensor(ids)).logits.detach().numpy(),
+                               rtol=0, atol=1e-10)
+
+
 # ---- refusals ----------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -221,20 +339,13 @@ def test_missing_files_are_named(folder, tmp_path):
 @pytest.mark.parametrize("changes, message", [
     ({"model_type": "bert"},
      r"model_type 'bert' is not supported; tinygrad_attn loads gpt2, llama, mistral, qwen2"),
-    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "RoPE scaling 'llama3' is not supported"),
+    ({"rope_parameters": {"rope_type": "llama3", "factor": 8.0}}, "RoPE scaling 'llama3' .* not supported"),
     ({"hidden_act": "gelu"}, r"hidden_act = 'gelu' is not supported for llama"),
     ({"logit_softcapping": 30.0}, "key logit_softcapping unknown to tinygrad_attn for llama"),
 ])
 def test_config_that_changes_the_math_is_refused(folder, changes, message):
     edit_config(folder, **changes)
     with pytest.raises(CheckpointError, match=message):
-        ta.load_pretrained(folder)
-
-
-def test_wrong_shape_names_the_tensor(folder):
-    rewrite_weights(folder, lambda t: t.update({"model.norm.weight": np.ones(25, np.float32)}))
-    expected = r"tensor model.norm.weight has shape \(25,\) but the config needs \(24,\)"
-    with pytest.raises(ShapeError, match=expected):
         ta.load_pretrained(folder)
 
 
@@ -255,14 +366,6 @@ def test_truncated_and_foreign_files(folder):
         ta.load_pretrained(folder)
     (folder / "model.safetensors").write_bytes(b"PK\x03\x04 a zip, or a pickle" * 4)
     with pytest.raises(CheckpointError, match="not a safetensors file"):
-        ta.load_pretrained(folder)
-
-
-def test_nan_weights_are_refused(folder):
-    def edit(t):
-        t["model.layers.0.self_attn.k_proj.weight"][1, 2] = np.nan
-    rewrite_weights(folder, edit)
-    with pytest.raises(CheckpointError, match=r"k_proj.weight' holds 1 NaN or infinite values"):
         ta.load_pretrained(folder)
 
 

@@ -1,9 +1,15 @@
 """A Hugging Face ``config.json`` read as ``TinyTransformer`` options, and written back.
 
-Each supported model type reads the keys that fix its math and checks the values it cannot
-follow (a RoPE scaling, another activation); keys that never change the outputs of a model in
-eval mode (dropouts, token ids, bookkeeping) are passed over. Any other key is refused by name:
-it might change the math, and a model that silently computes something else is worse than none.
+Each supported model type reads the keys that fix its math as transformers 5 reads them: the same
+defaults (a key left out), the same meaning of null, the same precedence between old and new
+spellings (``rope_scaling``, ``rope_theta`` and ``rope_parameters``; Mistral's ``layer_types``).
+Every value's JSON type is checked (a string is never a flag, a float never a size). A value
+tinygrad_attn cannot follow (a RoPE scaling, another activation, layers that mix full and
+sliding-window attention) is refused by name, and so are two keys that say different things
+(transformers 4 and 5 would read them differently). Keys that never change the outputs of a
+model in eval mode (dropouts, token ids, bookkeeping) are passed over. Any other key is refused by
+name: it might change the math, and a model that silently computes something else is worse than
+none. docs/real_model.md §6 lists every key and what is done with it.
 
 Example:
     >>> options = options_from_config({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
@@ -15,13 +21,15 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckpointError
 from ..nn import LayerNorm, RMSNorm, SwiGLU, TiedHead, TinyTransformer
 
-__all__ = ["CONFIG_KEYS", "MODEL_TYPES", "config_for", "options_from_config"]
+__all__ = ["MODEL_TYPES", "PASSED_OVER", "config_for", "options_from_config", "shown"]
 
 # Keys of every config that change nothing a model computes in eval mode.
 PASSED_OVER = frozenset({
@@ -35,103 +43,218 @@ PASSED_OVER = frozenset({
 })
 
 GPT2_ACTIVATIONS = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "none"}
+FULL, SLIDING = "full_attention", "sliding_attention"
+ROPE_KEYS = ("rope_type", "type", "rope_theta")        # what a plain ("default") RoPE reads
+DEFAULT_THETA = 10000.0
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a config value must be: `fits` tests a parsed JSON value, `name` says it in messages."""
+
+    name: str
+    fits: Callable[[Any], bool]
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:                   # an integer too large for a float
+        return False
+
+
+SIZE = _Kind("an integer ≥ 1", lambda v: type(v) is int and v >= 1)
+COUNT = _Kind("an integer ≥ 0", lambda v: type(v) is int and v >= 0)
+NUMBER = _Kind("a finite number", lambda v: type(v) in (int, float) and _finite(v))
+EPS = _Kind("a finite number ≥ 0", lambda v: NUMBER.fits(v) and v >= 0)
+THETA = _Kind("a finite number > 0", lambda v: NUMBER.fits(v) and v > 0)
+FLAG = _Kind("true or false", lambda v: type(v) is bool)
+TEXT = _Kind("a string", lambda v: type(v) is str)
+OBJECT = _Kind("a JSON object", lambda v: type(v) is dict)
+NAMES = _Kind("a list of strings", lambda v: type(v) is list and all(type(s) is str for s in v))
+
+_REFUSED = object()     # `null=` of a key that must not be null (transformers refuses null there)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as a message quotes it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class _Reader:
-    """A config's keys as they are read; ``rest()`` lists those nobody read."""
+    """A config's keys as they are read, each checked to be of its kind; ``rest()`` lists those
+    nobody read."""
 
     def __init__(self, config: dict[str, Any], model_type: str):
         self.config, self.model_type, self.read = config, model_type, set(PASSED_OVER)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, kind: _Kind, default: Any, null: Any = _REFUSED) -> Any:
+        """config[key], checked to be `kind`; `default` when the key is absent and `null` when it
+        is null (a CheckpointError where null means nothing to transformers)."""
         self.read.add(key)
-        value = self.config.get(key)
-        return default if value is None else value
+        if key not in self.config:
+            return default
+        value = self.config[key]
+        if value is None:
+            if null is _REFUSED:
+                raise CheckpointError(f"config.json: {key} is null; {self.model_type} needs {kind.name}")
+            return null
+        if not kind.fits(value):
+            raise CheckpointError(f"config.json: {key} = {shown(value)} is not {kind.name}")
+        return value
 
-    def need(self, key: str, default: Any, allowed: tuple[Any, ...]) -> Any:
-        value = self.get(key, default)
+    def need(self, key: str, kind: _Kind, default: Any, allowed: tuple[Any, ...]) -> Any:
+        """`get`, and a CheckpointError unless the value is one of `allowed`."""
+        value = self.get(key, kind, default)
         if value not in allowed:
             raise CheckpointError(f"config.json: {key} = {value!r} is not supported for {self.model_type} "
                                   f"(tinygrad_attn follows {' or '.join(map(repr, allowed))})")
         return value
+
+    def refuse(self, why: str) -> None:
+        raise CheckpointError(f"config.json: {why}")
 
     def rest(self) -> list[str]:
         return sorted(k for k in self.config if k not in self.read)
 
 
 def _gpt2(c: _Reader) -> dict[str, Any]:
-    c.need("scale_attn_weights", True, (True,))
-    c.need("scale_attn_by_inverse_layer_idx", False, (False,))
-    c.need("add_cross_attention", False, (False,))
-    activation = c.need("activation_function", "gelu_new", tuple(GPT2_ACTIVATIONS))
-    d_model = c.get("n_embd", 768)
-    return dict(vocab_size=c.get("vocab_size", 50257), d_model=d_model, num_heads=c.get("n_head", 12),
-                num_layers=c.get("n_layer", 12), max_len=c.get("n_positions", 1024),
-                d_ff=c.get("n_inner", 4 * d_model), norm="layer", mlp="gelu", positions="learned",
-                norm_eps=float(c.get("layer_norm_epsilon", 1e-5)),
+    c.need("scale_attn_weights", FLAG, True, (True,))
+    c.need("scale_attn_by_inverse_layer_idx", FLAG, False, (False,))
+    c.need("add_cross_attention", FLAG, False, (False,))
+    activation = c.need("activation_function", TEXT, "gelu_new", tuple(GPT2_ACTIVATIONS))
+    d_model = c.get("n_embd", SIZE, 768)
+    return dict(vocab_size=c.get("vocab_size", SIZE, 50257), d_model=d_model,
+                num_heads=c.get("n_head", SIZE, 12), num_layers=c.get("n_layer", COUNT, 12),
+                max_len=c.get("n_positions", SIZE, 1024),
+                d_ff=c.get("n_inner", SIZE, 4 * d_model, null=4 * d_model), norm="layer", mlp="gelu",
+                positions="learned", norm_eps=float(c.get("layer_norm_epsilon", EPS, 1e-5)),
                 gelu_approximate=GPT2_ACTIVATIONS[activation], head_bias=False,
-                tie_embeddings=bool(c.get("tie_word_embeddings", True)))
+                tie_embeddings=c.get("tie_word_embeddings", FLAG, True))
 
 
 def _rope_base(c: _Reader) -> float:
-    """rope_theta, from the key of transformers 4 or the rope_parameters of transformers 5; a RoPE
-    scaling (Llama 3.1's "llama3", YaRN, linear, dynamic) is refused by name."""
-    parameters = dict(c.get("rope_parameters", {}))
-    scaling = c.get("rope_scaling") or {}
-    kind = scaling.get("rope_type", scaling.get("type", parameters.get("rope_type", "default")))
+    """RoPE's theta as transformers 5 reads it: ``rope_scaling`` (the name of transformers 4)
+    replaces ``rope_parameters`` whole; its rope_theta, else the top-level rope_theta, else 10000.
+    Two places that give different thetas, or both dicts given and different, are refused (the
+    two versions of transformers read them differently); so is a RoPE scaling (Llama 3.1's
+    "llama3", YaRN, linear, dynamic) and any key a plain RoPE does not read."""
+    scaling = c.get("rope_scaling", OBJECT, {}, null={})
+    parameters = c.get("rope_parameters", OBJECT, {}, null={})
+    if scaling and parameters and scaling != parameters:
+        c.refuse(f"rope_scaling {shown(scaling)} and rope_parameters {shown(parameters)} disagree "
+                 f"(transformers 5 reads rope_scaling alone, 4 knows no rope_parameters); give one")
+    name, rope = ("rope_scaling", scaling) if scaling else ("rope_parameters", parameters)
+    kind = rope.get("rope_type", rope.get("type", "default"))
     if kind != "default":
-        raise CheckpointError(f"config.json: RoPE scaling {kind!r} is not supported for {c.model_type} "
-                              f"(tinygrad_attn rotates by the plain angles, rope_type 'default')")
-    return float(c.get("rope_theta", parameters.get("rope_theta", 10000.0)))
+        c.refuse(f"RoPE scaling {shown(kind)} ({name}) is not supported for {c.model_type} "
+                 f"(tinygrad_attn rotates by the plain angles, rope_type 'default')")
+    unread = sorted(set(rope) - set(ROPE_KEYS))
+    if unread:
+        c.refuse(f"{name} has {', '.join(unread)}, which a plain RoPE (rope_type 'default') does not "
+                 f"read (transformers passes over it); remove it, or it is not the model you meant")
+    theta = c.get("rope_theta", THETA, None)
+    if "rope_theta" in rope:
+        if theta is not None and rope["rope_theta"] != theta:
+            c.refuse(f"rope_theta = {theta!r} and {name}.rope_theta = {shown(rope['rope_theta'])} disagree "
+                     f"(transformers 5 reads {name}'s, 4 the top-level one); give one")
+        theta = rope["rope_theta"]
+        if not THETA.fits(theta):
+            c.refuse(f"{name}.rope_theta = {shown(theta)} is not {THETA.name}")
+    return float(DEFAULT_THETA if theta is None else theta)
 
 
-def _llama_family(c: _Reader, qkv_bias: bool, out_bias: bool, mlp_bias: bool,
-                  window: int | None) -> dict[str, Any]:
-    c.need("hidden_act", "silu", ("silu",))
-    layers = c.get("num_hidden_layers", 32)
-    kinds = set(c.get("layer_types", ["full_attention"] * layers))
-    if window is None and kinds != {"full_attention"}:
-        raise CheckpointError(f"config.json: layer_types {sorted(kinds)} are not supported for "
-                              f"{c.model_type} (tinygrad_attn follows full attention in every layer)")
-    heads = c.get("num_attention_heads", 32)
-    return dict(vocab_size=c.get("vocab_size", 32000), d_model=c.get("hidden_size", 4096), num_heads=heads,
-                num_layers=layers, max_len=c.get("max_position_embeddings", 2048),
-                d_ff=c.get("intermediate_size", 11008), norm="rms", mlp="swiglu", positions="rope",
-                n_kv_heads=c.get("num_key_value_heads", heads), window=window, head_dim=c.get("head_dim"),
+def _one_window(c: _Reader, kinds: set[str], window: int | None) -> int | None:
+    """The window of every layer, given the layers' attention `kinds` (of layer_types) and the
+    sliding layers' `window`; refused when layers differ (tinygrad_attn has one for all)."""
+    unknown = sorted(kinds - {FULL, SLIDING})
+    if unknown:
+        c.refuse(f"layer_types {', '.join(map(repr, unknown))} are not supported for {c.model_type} "
+                 f"(tinygrad_attn follows {FULL!r} and {SLIDING!r})")
+    if SLIDING in kinds and window is None:
+        c.refuse(f"layer_types has {SLIDING!r} layers but no sliding_window is set for them")
+    if len(kinds) > 1:
+        c.refuse(f"layer_types mixes {FULL!r} and {SLIDING!r} layers; tinygrad_attn gives every layer "
+                 f"the same attention")
+    return window if kinds == {SLIDING} else None
+
+
+def _layer_kinds(c: _Reader, layers: int, default: set[str]) -> set[str]:
+    """The attention kinds of layer_types (one per layer), or `default` (those of the type's own
+    rule) when it is absent or null."""
+    kinds = c.get("layer_types", NAMES, None, null=None)
+    if kinds is None:
+        return default if layers else set()
+    if len(kinds) != layers:
+        c.refuse(f"layer_types has {len(kinds)} entries but num_hidden_layers is {layers}")
+    return set(kinds)
+
+
+def _llama_family(c: _Reader, defaults: dict[str, int], window: Callable[[int], int | None],
+                  qkv_bias: bool, out_bias: bool, mlp_bias: bool) -> dict[str, Any]:
+    """The options of llama, mistral and qwen2: `defaults` holds transformers' defaults of the keys
+    where the three differ; `window(layers)` reads the type's sliding-window keys."""
+    c.need("hidden_act", TEXT, "silu", ("silu",))
+    d_model, heads = c.get("hidden_size", SIZE, 4096), c.get("num_attention_heads", SIZE, 32)
+    layers = c.get("num_hidden_layers", COUNT, 32)
+    head_dim, kv_heads = d_model // heads, defaults["num_key_value_heads"] or heads    # when not given
+    return dict(vocab_size=c.get("vocab_size", SIZE, defaults["vocab_size"]), d_model=d_model,
+                num_heads=heads, num_layers=layers,
+                max_len=c.get("max_position_embeddings", SIZE, defaults["max_position_embeddings"]),
+                d_ff=c.get("intermediate_size", SIZE, defaults["intermediate_size"]), norm="rms",
+                mlp="swiglu", positions="rope", window=window(layers),
+                n_kv_heads=c.get("num_key_value_heads", SIZE, kv_heads, null=heads),
+                head_dim=c.get("head_dim", SIZE, head_dim, null=head_dim),
                 rope_base=_rope_base(c), attn_bias=qkv_bias, attn_out_bias=out_bias, mlp_bias=mlp_bias,
-                norm_eps=float(c.get("rms_norm_eps", 1e-6)), head_bias=False,
-                tie_embeddings=bool(c.get("tie_word_embeddings", False)))
+                norm_eps=float(c.get("rms_norm_eps", EPS, 1e-6)), head_bias=False,
+                tie_embeddings=c.get("tie_word_embeddings", FLAG, False))
 
 
 def _llama(c: _Reader) -> dict[str, Any]:
-    bias = bool(c.get("attention_bias", False))
-    return _llama_family(c, bias, bias, bool(c.get("mlp_bias", False)), None)
+    def window(layers: int) -> None:        # LlamaModel reads no layer_types: full attention only
+        return _one_window(c, _layer_kinds(c, layers, {FULL}), None)
+
+    bias = c.get("attention_bias", FLAG, False)
+    return _llama_family(c, LLAMA_DEFAULTS["llama"], window, bias, bias, c.get("mlp_bias", FLAG, False))
 
 
 def _mistral(c: _Reader) -> dict[str, Any]:
-    return _llama_family(c, False, False, False, c.get("sliding_window"))
+    def window(layers: int) -> int | None:
+        """sliding_window on every layer; with layer_types, transformers 5 builds a Ministral, whose
+        "full_attention" layers have none."""
+        sliding = c.get("sliding_window", SIZE, 4096, null=None)
+        return _one_window(c, _layer_kinds(c, layers, {FULL if sliding is None else SLIDING}), sliding)
+
+    return _llama_family(c, LLAMA_DEFAULTS["mistral"], window, False, False, False)
 
 
 def _qwen2(c: _Reader) -> dict[str, Any]:
-    c.need("use_sliding_window", False, (False,))
-    c.need("use_mrope", False, (False,))
-    c.get("sliding_window")             # read only with use_sliding_window, which is refused
-    return _llama_family(c, True, False, False, None)
+    def window(layers: int) -> int | None:
+        """sliding_window only with use_sliding_window, on the layers from max_window_layers on."""
+        sliding = c.get("sliding_window", SIZE, 4096, null=None)
+        sliding = sliding if c.get("use_sliding_window", FLAG, False) else None
+        first = c.get("max_window_layers", COUNT, 28)       # layers before it have full attention
+        kinds = {FULL if sliding is None or i < first else SLIDING for i in (0, layers - 1)}  # ends
+        return _one_window(c, _layer_kinds(c, layers, kinds), sliding)
 
+    c.need("use_mrope", FLAG, False, (False,))
+    return _llama_family(c, LLAMA_DEFAULTS["qwen2"], window, True, False, False)
+
+
+# transformers' defaults of the keys where the Llama-family types differ (num_key_value_heads 0:
+# as many as num_attention_heads)
+LLAMA_DEFAULTS = {
+    "llama": dict(vocab_size=32000, intermediate_size=11008, max_position_embeddings=2048,
+                  num_key_value_heads=0),
+    "mistral": dict(vocab_size=32000, intermediate_size=14336, max_position_embeddings=131072,
+                    num_key_value_heads=8),
+    "qwen2": dict(vocab_size=151936, intermediate_size=22016, max_position_embeddings=32768,
+                  num_key_value_heads=32),
+}
 
 MODEL_TYPES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "gpt2": _gpt2, "llama": _llama, "mistral": _mistral, "qwen2": _qwen2}
-
-# The keys each model type reads, for the docs: those that fix the math.
-CONFIG_KEYS = {
-    "gpt2": ("vocab_size n_embd n_head n_layer n_positions n_inner activation_function layer_norm_epsilon "
-             "tie_word_embeddings scale_attn_weights scale_attn_by_inverse_layer_idx add_cross_attention"),
-    "llama": ("vocab_size hidden_size num_attention_heads num_key_value_heads num_hidden_layers head_dim "
-              "intermediate_size max_position_embeddings rope_theta rope_parameters rope_scaling "
-              "rms_norm_eps attention_bias mlp_bias hidden_act tie_word_embeddings layer_types"),
-    "mistral": "as llama without attention_bias and mlp_bias, plus sliding_window",
-    "qwen2": "as llama with q/k/v biases, plus use_sliding_window use_mrope sliding_window",
-}
 
 
 def options_from_config(config: Any) -> dict[str, Any]:
@@ -139,13 +262,14 @@ def options_from_config(config: Any) -> dict[str, Any]:
 
     Raises:
         CheckpointError: not a JSON object, an unknown model_type (the message lists the known
-            ones), a value tinygrad_attn does not follow, or a key it does not know.
+            ones), a value of the wrong type or one tinygrad_attn does not follow, two keys that
+            disagree, or a key it does not know (each named in the message).
     """
     if not isinstance(config, dict):
         raise CheckpointError(f"config.json: expected a JSON object, got {type(config).__name__}")
     model_type = config.get("model_type")
-    if model_type not in MODEL_TYPES:
-        raise CheckpointError(f"config.json: model_type {model_type!r} is not supported; tinygrad_attn "
+    if not isinstance(model_type, str) or model_type not in MODEL_TYPES:
+        raise CheckpointError(f"config.json: model_type {shown(model_type)} is not supported; tinygrad_attn "
                               f"loads {', '.join(MODEL_TYPES)}")
     reader = _Reader(config, model_type)
     options = MODEL_TYPES[model_type](reader)

@@ -15,10 +15,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["GPT2_BUFFERS", "Link", "links"]
+__all__ = ["GPT2_BUFFERS", "Link", "checkpoint_shapes", "layers_held", "links"]
 
 # GPT-2 checkpoints written by older transformers carry each layer's causal mask as a buffer.
 GPT2_BUFFERS = (".attn.bias", ".attn.masked_bias")
@@ -84,6 +85,50 @@ def _llama(params: set[str], layers: int) -> list[Link]:
         for theirs, ours in (("gate_proj", "w1"), ("up_proj", "w3"), ("down_proj", "w2")):
             out += _linear(f"{h}.mlp.{theirs}", f"{b}.mlp.{ours}", has(f"{b}.mlp.{ours}.bias"))
     return out + [Link("model.norm.weight", ("ln_f.weight",))]
+
+
+def layers_held(model_type: str, names: set[str]) -> list[int]:
+    """The layer indices that tensor `names` hold (``model.layers.3.…`` holds layer 3), sorted;
+    GPT-2's names with their "transformer." prefix."""
+    prefix = "transformer.h." if model_type == "gpt2" else "model.layers."
+    held = {name[len(prefix):].split(".", 1)[0] for name in names if name.startswith(prefix)}
+    return sorted(int(i) for i in held if i.isascii() and i.isdigit())
+
+
+def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Every tensor a checkpoint of `model_type` holds and its shape, from the ``TinyTransformer``
+    options its config gives (``configs.options_from_config``), before any model is built: the
+    weight files' headers are checked against it. The LM head only when it is not tied."""
+    v, d, ff, layers = options["vocab_size"], options["d_model"], options["d_ff"], options["num_layers"]
+    if model_type == "gpt2":
+        out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (options["max_len"], d)}
+        for i in range(layers):
+            h = f"transformer.h.{i}"
+            out |= {f"{h}.ln_1.weight": (d,), f"{h}.ln_1.bias": (d,), f"{h}.attn.c_attn.weight": (d, 3 * d),
+                    f"{h}.attn.c_attn.bias": (3 * d,), f"{h}.attn.c_proj.weight": (d, d),
+                    f"{h}.attn.c_proj.bias": (d,), f"{h}.ln_2.weight": (d,), f"{h}.ln_2.bias": (d,),
+                    f"{h}.mlp.c_fc.weight": (d, ff), f"{h}.mlp.c_fc.bias": (ff,),
+                    f"{h}.mlp.c_proj.weight": (ff, d), f"{h}.mlp.c_proj.bias": (d,)}
+        out |= {"transformer.ln_f.weight": (d,), "transformer.ln_f.bias": (d,)}
+    else:
+        q, kv = options["num_heads"] * options["head_dim"], options["n_kv_heads"] * options["head_dim"]
+        attn, out_bias, mlp = options["attn_bias"], options["attn_out_bias"], options["mlp_bias"]
+        projections = {"self_attn.q_proj": ((q, d), attn), "self_attn.k_proj": ((kv, d), attn),
+                       "self_attn.v_proj": ((kv, d), attn), "self_attn.o_proj": ((d, q), out_bias),
+                       "mlp.gate_proj": ((ff, d), mlp), "mlp.up_proj": ((ff, d), mlp),
+                       "mlp.down_proj": ((d, ff), mlp)}                # (out, in), as nn.Linear stores
+        out = {"model.embed_tokens.weight": (v, d)}
+        for i in range(layers):
+            h = f"model.layers.{i}"
+            out |= {f"{h}.input_layernorm.weight": (d,), f"{h}.post_attention_layernorm.weight": (d,)}
+            for name, (shape, bias) in projections.items():
+                out[f"{h}.{name}.weight"] = shape
+                if bias:
+                    out[f"{h}.{name}.bias"] = shape[:1]
+        out["model.norm.weight"] = (d,)
+    if not options["tie_embeddings"]:
+        out["lm_head.weight"] = (v, d)
+    return out
 
 
 def links(model_type: str, params: set[str], layers: int) -> list[Link]:

@@ -31,7 +31,7 @@ def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int |
 
     Raises:
         ValueError: no tokenizer, a text of fewer than 2 tokens or more than the model's max_len,
-            a layer or head the model does not have.
+            a model without layers, a layer or head the model does not have.
     """
     if tokenizer is None:
         raise ValueError("the model folder has no tokenizer.json, so the text cannot be made into tokens")
@@ -40,6 +40,8 @@ def text_example(model: TinyTransformer, tokenizer: Any, text: str, layer: int |
         raise ValueError(f"--text {text!r} is {len(ids)} token{'' if len(ids) == 1 else 's'}; the loss "
                          f"predicts each next token, so give 2 to {model.max_len} (the model's max_len)")
     n = len(model.blocks)
+    if n == 0:
+        raise ValueError("the model has no layers (its config gives 0), so there is no block to step")
     chosen = n - 1 if layer is None else layer + n if layer < 0 else layer
     if not 0 <= chosen < n:
         raise ValueError(f"--layer {layer}: the model has {n} layers (0 to {n - 1}, or -1 for the last)")

@@ -126,10 +126,18 @@ class CharTokenizer(_Tokenizer):
 
 class HuggingFaceTokenizer(_Tokenizer):
     """A ``tokenizers.Tokenizer`` with this package's methods and errors: any ``tokenizer.json``
-    (a pretrained model's, or one `train_bpe` made)."""
+    (a pretrained model's, or one `train_bpe` made).
 
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
+    `vocab_size`, when given, is a model's vocabulary larger than the tokenizer's own (padded to a
+    round number, as Qwen2's is): its ids past the tokenizer's decode to no text, as transformers'
+    tokenizers decode them, so that any id the model writes can be decoded.
+    """
+
+    def __init__(self, tokenizer, vocab_size: int | None = None):
+        own = tokenizer.get_vocab_size()
+        if vocab_size is not None and vocab_size < own:
+            raise TokenizerError(f"the tokenizer has {own} ids, more than vocab_size {vocab_size}")
+        self.tokenizer, self._vocab_size = tokenizer, own if vocab_size is None else vocab_size
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> HuggingFaceTokenizer:
@@ -170,7 +178,7 @@ class HuggingFaceTokenizer(_Tokenizer):
 
     @property
     def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
+        return self._vocab_size
 
     def encode(self, text: str) -> list[int]:
         try:
@@ -196,7 +204,7 @@ class HuggingFaceTokenizer(_Tokenizer):
         labels = []
         for i in self._check_ids(ids):
             text = self.tokenizer.decode([i], skip_special_tokens=False)
-            labels.append(text if text and "\ufffd" not in text else self.tokenizer.id_to_token(i))
+            labels.append(text if text and "\ufffd" not in text else self.tokenizer.id_to_token(i) or text)
         return labels
 
     def to_json(self) -> str:
