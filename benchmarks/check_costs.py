@@ -1,6 +1,6 @@
 """What each check of the engine costs a step, measured by leaving it out.
 
-    OPENBLAS_NUM_THREADS=1 python -m benchmarks.check_costs [KEY] [--rounds 15] [--tricks]
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.check_costs [KEY] [--rounds 15] [--tricks | --kernels]
 
 KEY is a row of ``python -m benchmarks`` (``specs.rows``; default ``chain``: ·w and tanh
 alternately on (8, 8), then backward; ``mlp784`` shows the cost on large arrays). Its step is
@@ -18,17 +18,17 @@ one type comparison per input in ``apply``'s loop; anomaly mode off; the backwar
 contract; a gradient's shape and dtype compared with its input's) are not separable this way
 and stay in every variant.
 
-With ``--tricks`` the variants are the speed tricks instead, each replaced by the plain formula it
-stands for (``TRICKS``: LayerNorm's reused buffers, the leaf gradient not copied, the read-only
-gradient handed over, the fast paths of the ``grad`` setter and of binary operators, the
-float-error token), and the last column is what the trick saves. The comment beside each trick
-in the code quotes these figures.
+With ``--tricks`` the variants are the engine's speed tricks instead, each replaced by the plain
+code it stands for (``TRICKS``: the leaf gradient not copied, the read-only gradient handed over,
+the fast paths of the ``grad`` setter and of binary operators, the float-error token), and the
+last column is what the trick saves. With ``--kernels`` each op that has a kernel (``kernels/``)
+runs in its textbook form in turn (``ta.textbook(name)``), then every op: the last column is what
+each kernel saves. ``benchmarks/README.md`` keeps the figures, with the command that made them.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time
@@ -42,10 +42,8 @@ from tinygrad_attn import apply as apply_module
 from tinygrad_attn.backend import device_of
 from tinygrad_attn.errors import DeviceError, ShapeError
 from tinygrad_attn.guards.shapes import broadcast_shape
-from tinygrad_attn.kernels.reductions import rowsum
+from tinygrad_attn.kernels import KERNELS, textbook
 from tinygrad_attn.ops import REGISTRY
-from tinygrad_attn.ops import norm as norm_ops
-from tinygrad_attn.ops.base import cast_back, single_for_half
 
 from .options import positive_int
 from .sides import ours
@@ -81,32 +79,6 @@ VARIANTS: dict[str, list[tuple[object, str, object]]] = {     # (module, name, s
 
 # ----- the speed tricks, each against the plain formula it replaces (--tricks) -----
 
-def _plain_layer_norm_forward(ctx, x, weight, bias, *, eps):
-    """LayerNorm's forward as the math reads (like RMSNorm's): a fresh array per step."""
-    if x.dtype == np.float16:
-        return cast_back(_plain_layer_norm_forward(ctx, *single_for_half(x, weight, bias), eps=eps), x.dtype)
-    xp = ctx.xp
-    n = x.shape[-1] or math.nan
-    ctx.inv_n = 1 / n
-    centred = x - rowsum(xp, x) / n
-    rstd = 1 / xp.sqrt(rowsum(xp, centred * centred) / n + eps)
-    x_hat = centred * rstd
-    ctx.save(x_hat=x_hat, rstd=rstd, weight=weight)
-    y = x_hat if weight is None else x_hat * weight
-    return y if bias is None else y + bias
-
-
-def _plain_layer_norm_backward(ctx, grad):
-    xp = ctx.xp
-    x_hat, rstd, weight = ctx.saved["x_hat"], ctx.saved["rstd"], ctx.saved["weight"]
-    grad_x = None
-    if ctx.needs_grad[0]:
-        g_hat = grad if weight is None else grad * weight
-        mean_g, mean_gx = rowsum(xp, g_hat) * ctx.inv_n, rowsum(xp, g_hat * x_hat) * ctx.inv_n
-        grad_x = rstd * (g_hat - mean_g - x_hat * mean_gx)
-    return (grad_x, grad * x_hat if ctx.needs_grad[1] else None, grad if ctx.needs_grad[2] else None)
-
-
 def _plain_grad_setter(self, value):
     """Tensor.grad's setter without the fast path: device and shape checked on every write."""
     if value is not None:
@@ -134,15 +106,16 @@ def _errstate_restore(state):
     state.__exit__(None, None, None)
 
 
+def _kernel_classes() -> list[type]:
+    return [k for by_device in KERNELS.values() for k in set(by_device.values())]
+
+
 TRICKS: dict[str, list[tuple[object, str, object]]] = {
     "every trick (the engine as shipped)": [],
-    "LayerNorm: a fresh array per step (as RMSNorm)": [
-        (norm_ops.LayerNorm, "forward", staticmethod(_plain_layer_norm_forward)),
-        (norm_ops.LayerNorm, "backward", staticmethod(_plain_layer_norm_backward))],
     "a leaf's first gradient always copied (no _owned/shared)": [
         (engine, "_owned", lambda grad, shared: grad.copy())],
     "every op's backward handed a copy (no read-only skip)": [
-        (op, "grad_read_only", False) for op in REGISTRY.values()],
+        (op, "grad_read_only", False) for op in [*REGISTRY.values(), *_kernel_classes()]],
     "the grad setter checks device and shape every time": [
         (Tensor, "grad", property(Tensor.grad.fget, _plain_grad_setter))],
     "_binary promotes and checks broadcasting every time": [
@@ -155,14 +128,37 @@ TRICKS: dict[str, list[tuple[object, str, object]]] = {
 }
 
 
+def kernel_variants() -> dict[str, list]:
+    """--kernels: the engine as shipped, each op with a kernel in its textbook form alone, then
+    every op in textbook form (``ta.textbook``)."""
+    variants: dict[str, list] = {"every kernel (the engine as shipped)": []}
+    for op in KERNELS:
+        variants[f"{op.name} in textbook form"] = [op.name]
+    variants["every op in textbook form"] = [None]
+    return variants
+
+
+def _entered(stack: ExitStack, variant: list) -> None:
+    """Enter a variant's replacements ((owner, name, stand-in)) or textbook forms (an op's name;
+    None: every op)."""
+    for item in variant:
+        if isinstance(item, tuple):
+            stack.enter_context(_replaced(*item))
+        else:
+            stack.enter_context(textbook() if item is None else textbook(item))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.check_costs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("key", nargs="?", default="chain",
                         help="the row: " + ", ".join(w.key for w in rows(False)))
     parser.add_argument("--rounds", type=positive_int, default=15)
-    parser.add_argument("--tricks", action="store_true",
-                        help="time each speed trick against the plain formula it replaces, not the checks")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--tricks", action="store_true",
+                      help="time each speed trick against the plain formula it replaces, not the checks")
+    what.add_argument("--kernels", action="store_true",
+                      help="time each kernel against its op's textbook form (what each kernel saves)")
     parser.add_argument("--calls", type=positive_int, default=10, help="steps per sample")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(False)}
@@ -171,13 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     workload = workloads[args.key]
     bench = ours.build(workload.name, workload.sizes, np.float32)
     per = workload.sizes["length"] if workload.per == "op" else 1       # µs an op, or µs a step
-    variants = TRICKS if args.tricks else VARIANTS
+    variants = kernel_variants() if args.kernels else TRICKS if args.tricks else VARIANTS
+    saving = args.tricks or args.kernels
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for index in range(args.rounds + 1):                # the first round warms up
         for name, patches in variants.items():
             with ExitStack() as stack:
-                for owner, attribute, stand_in in patches:
-                    stack.enter_context(_replaced(owner, attribute, stand_in))
+                _entered(stack, patches)
                 start = time.process_time()
                 for _ in range(args.calls):
                     bench.step()
@@ -185,13 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if index:
                 samples[name].append(seconds)
     full = samples[next(iter(variants))]
-    what = "the trick saves" if args.tricks else "the check costs"
+    what = "the kernel saves" if args.kernels else "the trick saves" if args.tricks else "the check costs"
     unit = "an op" if per > 1 else "a step"
     print(f"{workload.label}; {args.rounds} rounds, variants interleaved in one process; CPU µs {unit}")
     print(f"| variant | µs {unit} | what {what} {unit} (median per-round difference) |")
     print("|---|---|---|")
     for name, times in samples.items():
-        cost = statistics.median(t - f if args.tricks else f - t for f, t in zip(full, times)) * 1e6
+        cost = statistics.median(t - f if saving else f - t for f, t in zip(full, times)) * 1e6
         print(f"| {name} | {statistics.median(times) * 1e6:.2f} | "
               f"{'-' if times is full else f'{cost:.2f} µs'} |")
     return 0

@@ -72,6 +72,7 @@ def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[floa
     """Run `step` `steps` times with every registered op's forward and backward and the optimizer's
     step timed: ({(name, "forward" | "backward" | "step"): [seconds, calls]}, the steps' times)."""
     from tinygrad_attn import optim
+    from tinygrad_attn.kernels import KERNELS
     from tinygrad_attn.ops.registry import REGISTRY
 
     spent: dict = collections.defaultdict(lambda: [0.0, 0])
@@ -87,8 +88,11 @@ def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[floa
                 entry[1] += 1
         return timed
 
-    # (op, "forward" | "backward", its own staticmethod or None where it inherits the base's)
+    # (op, "forward" | "backward", its own staticmethod or None where it inherits the base's); a
+    # kernel's own methods too, under its op's name (one it inherits is its op's, timed there)
     originals = [(op, kind, op.__dict__.get(kind)) for op in REGISTRY.values() for kind in KINDS]
+    originals += [(fast, kind, fast.__dict__[kind]) for by_device in KERNELS.values()
+                  for fast in set(by_device.values()) for kind in KINDS if kind in fast.__dict__]
     optimizer_step = optim.Optimizer.step
     try:
         for op, kind, _ in originals:

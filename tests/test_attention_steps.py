@@ -95,11 +95,8 @@ def test_flash_attention_shows_its_own_insides_equal_to_the_plain_kernels():
     assert [i.symbol for i in flash.insides] == ["L", "D", "S", "P", "dP", "dS", "dQ", "dK", "dV"]
     plain_insides = {i.symbol: i.array for i in plain.insides}
     flash_insides = {i.symbol: i.array for i in flash.insides}
-    for symbol in ("S", "P", "dS", "dQ", "dK", "dV"):
+    for symbol in ("S", "P", "dP", "dS", "dQ", "dK", "dV"):     # the textbook walk meets every block
         np.testing.assert_allclose(flash_insides[symbol], plain_insides[symbol], rtol=0, atol=1e-12)
-    computed = ~np.isnan(flash_insides["dP"])      # the tiles the causal walk skips are not computed
-    np.testing.assert_allclose(flash_insides["dP"][computed], plain_insides["dP"][computed], atol=1e-12)
-    assert not computed[0, 2:].any() and computed[2:, :2].all()
     np.testing.assert_allclose(flash_insides["D"][:, 0], (cotangent * flash.tensor.numpy()).sum(-1))
 
 

@@ -158,27 +158,29 @@ def test_check_costs_tricks_print_a_row_each_and_put_every_trick_back(capsys):
     assert all(op.grad_read_only for op in REGISTRY.values())
 
 
-def test_the_plain_layer_norm_it_times_gives_the_shipped_values_and_gradients():
-    """The stand-in a trick is timed against computes the same thing (float64, random cotangent)."""
+def test_check_costs_times_each_kernel_against_its_textbook_form(capsys):
+    """--kernels: a row per op with a kernel, in which that op (and only it) runs in textbook form."""
     from contextlib import ExitStack
 
-    import tinygrad_attn as ta
-    from benchmarks import check_costs
-    from tinygrad_attn import functional as F
+    import numpy as np
 
-    rng = np.random.default_rng(0)
-    x, w, b, c = (rng.standard_normal(s) for s in ((3, 2, 5), (5,), (5,), (3, 2, 5)))
-    results = []
-    for patches in ([], check_costs.TRICKS["LayerNorm: a fresh array per step (as RMSNorm)"]):
+    from benchmarks import check_costs
+    from tinygrad_attn.kernels import KERNELS
+    from tinygrad_attn.kernels.registry import choose
+
+    variants = check_costs.kernel_variants()
+    for op in KERNELS:
         with ExitStack() as stack:
-            for owner, attribute, stand_in in patches:
-                stack.enter_context(check_costs._replaced(owner, attribute, stand_in))
-            leaves = [ta.Tensor(a, requires_grad=True) for a in (x, w, b)]
-            y = F.layer_norm(leaves[0], leaves[1], leaves[2])
-            (y * ta.Tensor(c)).sum().backward()
-            results.append([y.data] + [t.grad for t in leaves])
-    for shipped, plain in zip(*results, strict=True):
-        np.testing.assert_allclose(plain, shipped, rtol=1e-12, atol=1e-12)
+            check_costs._entered(stack, variants[f"{op.name} in textbook form"])
+            assert [o.name for o in KERNELS if choose(o, np) is o] == [op.name]
+    with ExitStack() as stack:
+        check_costs._entered(stack, variants["every op in textbook form"])
+        assert all(choose(o, np) is o for o in KERNELS)
+    assert all(choose(o, np) is not o for o in KERNELS)                 # back to the kernels
+    assert check_costs.main(["mlp16", "--kernels", "--rounds", "1", "--calls", "1"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"| {op.name} in textbook form |" in out for op in KERNELS)
+    assert "what the kernel saves a step" in out
 
 
 def test_profile_prints_the_steps_top_functions(capsys, monkeypatch):

@@ -9,7 +9,7 @@ from test_attention import SETTINGS, _inputs
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
-from tinygrad_attn.ops import flash
+from tinygrad_attn.kernels import flash
 
 
 def _run(fn, q, k, v, d_out, **kwargs):

@@ -30,8 +30,8 @@ LAYERS = (
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks
-    ("kernels",),               # fast paths: threads over the batch, BLAS reductions
     ("ops",),                   # the op contract and every op (raw arrays only)
+    ("kernels",),               # fast paths beside the ops: threads, BLAS reductions, fused kernels
     ("scopes", "engine"),       # nodes, toposort, the backward pass
     ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point
     ("tensor_methods",),        # the Tensor methods that forward to ops

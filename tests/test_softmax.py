@@ -10,8 +10,9 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
+from tinygrad_attn.kernels.reductions import row_max
 from tinygrad_attn.ops.masking import masked_logits
-from tinygrad_attn.ops.softmax import row_max, softmax_parts
+from tinygrad_attn.ops.softmax import softmax_parts
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -27,6 +27,7 @@ from .engine import no_grad
 from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
 from .guards.anomaly import detect_anomaly
+from .kernels import textbook
 from .pretrained import load_pretrained, save_pretrained
 from .tensor import Tensor, concat, stack, where
 from .viz.stepper import backprop_steps
@@ -36,5 +37,5 @@ __all__ = [
     "concat", "cuda_available", "detect_anomaly", "eye", "full", "full_like", "functional",
     "get_default_dtype", "gradcheck", "linspace", "load_pretrained", "manual_seed", "nn", "no_grad",
     "ones", "ones_like", "optim", "rand", "randint", "randn", "save_pretrained", "set_default_dtype",
-    "stack", "tensor", "viz", "where", "zeros", "zeros_like",
+    "stack", "tensor", "textbook", "viz", "where", "zeros", "zeros_like",
 ]

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from . import engine
 from .backend import array_module, device_of, ones
 from .errors import DeviceError, ShapeError
 from .float_errors import restore_float_errors, silence_float_errors
 from .guards import anomaly
+from .kernels.registry import choose
 from .ops.base import Context, Op
 from .scopes import current_scope
 
@@ -31,6 +34,10 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     Every differentiable operation ends here: the Tensor methods, ``functional``, and a new op.
     It runs for every op, so it reads the inputs in one loop: their arrays, whether each needs a
     gradient, and that they share one device (arrays of one type do: one type test per input).
+    The op runs as its kernel on that device (``kernels/``) unless it runs in textbook form
+    (``ta.textbook()``), and the graph records the class that ran. An op that sums
+    (``Op.half_in_single``) gets float16 inputs as float32 and its float32 result goes back to
+    float16, unless the call asks for a `dtype`.
     """
     arrays: list[Any] = []
     needs_grad: list[bool] = []
@@ -48,17 +55,27 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
         arrays.append(data)
         needs_grad.append(t.requires_grad)
     xp = array_module(first)
+    op = choose(op, xp)             # its kernel on this device, unless the op runs in textbook form
     ctx = Context(xp, tuple(needs_grad), params)
+    half = op.half_in_single and params.get("dtype") is None and _has_half(arrays)
+    if half:
+        arrays = [a.astype(np.float32) if a is not None and a.dtype == np.float16 else a for a in arrays]
     token = silence_float_errors()  # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
     try:
         out = op.forward(ctx, *arrays, **params)
     finally:
         restore_float_errors(token)
+    if half and out.dtype == np.float32:
+        out = out.astype(np.float16)
     node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.mode.open_blocks:    # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
     return type(owner)._from_op(out, op.name, node)   # a Tensor, as its inputs
 
+
+
+def _has_half(arrays: list[Any]) -> bool:
+    return any(a is not None and a.dtype == np.float16 for a in arrays)
 
 
 def _check_one_device(op: type[Op], inputs: tuple[Tensor | None, ...]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .base import UNARY_CASES, Case, Op, cast_back, single_for_half
+from .base import UNARY_CASES, Case, Op
 from .elementwise_math import erf
 from .registry import register
 
@@ -116,15 +116,15 @@ class Gelu(Op):
     cases = tuple(Case(*case.specs, params={"approximate": form})
                   for form in GELU_FORMS for case in UNARY_CASES)
 
+    half_in_single = True       # erf's series overflows float16; PyTorch computes it in float32
+
     @staticmethod
     def forward(ctx, x, *, approximate):
         xp = ctx.xp
         if approximate == "none":
-            (wide,) = single_for_half(x)                # erf's series overflows float16
-            h = erf(xp, wide * _INV_SQRT2)
+            h = erf(xp, x * _INV_SQRT2)
             h += 1
             h *= 0.5                                    # h = Φ(x) = ½(1 + erf(x/√2))
-            h = cast_back(h, x.dtype)
         else:
             # Each step runs in place on one fresh array, so the op allocates h and y and nothing
             # else, and the cube is factored into products (NumPy's x ** 3 calls pow, about 20

@@ -24,22 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 from typing import Any
 
-import numpy as np
-
-__all__ = ["BROADCAST_CASES", "UNARY_CASES", "Case", "Context", "Op", "cast_back", "single_for_half"]
-
-
-def single_for_half(*arrays: Any) -> tuple[Any, ...]:
-    """The arrays with float16 ones widened to float32 (None stays None): a reduction over
-    float16 (a sum, a mean, softmax's denominator, a norm's statistics) accumulates in float32,
-    as PyTorch does, and the op casts its result back to float16."""
-    return tuple(a.astype(np.float32) if a is not None and a.dtype == np.float16 else a for a in arrays)
-
-
-def cast_back(result: Any, dtype: Any) -> Any:
-    """`result`, computed in float32 for an input of `dtype` float16, cast back to float16 (any
-    other dtype is left as the op made it: a sum of bools is an integer)."""
-    return result.astype(dtype) if dtype == np.float16 and result.dtype != dtype else result
+__all__ = ["BROADCAST_CASES", "UNARY_CASES", "Case", "Context", "Op"]
 
 
 class Context:
@@ -105,6 +90,13 @@ class Op:
     in ``insides`` as (symbol, equation) pairs, in the order its backward computes them, and its
     backward puts them into ``ctx.trace`` when that is not None.
 
+    ``half_in_single``: a float16 input is computed in float32 and the result cast back to float16
+    (``apply`` does it): the op sums or normalises, and a float16 sum loses its small terms (in
+    float16, 2048 + 1 is 2048), so it accumulates in float32, as PyTorch does.
+
+    ``textbook`` is the op itself for a registered op; for a kernel (``kernels/``), the op it
+    computes faster.
+
     ``backward`` may overwrite the ``grad`` it is handed (``grad *= y``): an op of your own gets a
     copy from the engine. A registered op leaves ``grad`` unchanged (``@register`` sets
     ``grad_read_only``, ``tests/test_op_contract.py`` checks every case), so it gets the array itself.
@@ -116,6 +108,8 @@ class Op:
     cases: tuple[Case, ...] = ()
     insides: tuple[tuple[str, str], ...] = ()
     grad_read_only: bool = False
+    half_in_single: bool = False
+    textbook: type[Op] | None = None
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:

@@ -3,30 +3,21 @@
 Forward walks the keys in blocks of ``block_size`` with an online softmax (a running row maximum
 m and running sum l, rescaling what was accumulated whenever m grows) and saves only the output
 O and the row log-sum-exp L = m + log l. Backward recomputes each block's probabilities as
-P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array. A key block meets
-its query rows in pieces of at most ``_TILE_ROWS`` rows, so a tile is at most (_TILE_ROWS, block).
-With ``is_causal``, a key block starting at column c is only paired with the query rows i ≥ c,
-the rows that can see some of its keys: the tiles above the diagonal are skipped, and so is the
-masked top right quarter of each block's diagonal square (see ``_tiles``). With a sliding window
-w as well, only the rows i < c + block + w − 1 see the block: the tiles below the window are
-skipped too, so the work grows as n · (w + block), not n².
+P = exp(S − L), exactly the forward's, so neither pass holds a (Tq, Tk) array; D = rowsum(dO ⊙ O)
+replaces softmax's rowsum(dP ⊙ P) (``docs/flash_attention.md`` derives both). Every block meets
+every query row here; ``kernels/flash.py`` skips the blocks a causal mask or a window hides, cuts
+long sequences into tiles and runs the batch on several threads.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..guards.shapes import attention_shapes
-from ..kernels.parallel import over_batch, piece
-from ..kernels.reductions import rowsum
-from .attention import group_summed_product, shared_batch
 from .base import Case, Op
-from .masking import causal_keep, mask_scores_in_place
+from .masking import causal_keep, masked_logits
 from .registry import register
 
-__all__ = ["FlashAttention"]
+__all__ = ["FlashAttention", "mask_tile"]
 
 
 _PADDED = np.array([[True, True, True, True, False, False]])          # (1, Tk): keys 4, 5 are padding
@@ -40,7 +31,7 @@ def _params(scale: float, is_causal: bool, block_size: int, window: int | None =
     return {"scale": scale, "is_causal": is_causal, "block_size": block_size, "window": window}
 
 
-def _tile(mask, rows: slice, cols: slice):
+def mask_tile(mask, rows: slice, cols: slice):
     """The (rows, cols) piece of a keep or bias mask that broadcasts to (..., Tq, Tk), or None."""
     if mask is None:
         return None
@@ -49,72 +40,20 @@ def _tile(mask, rows: slice, cols: slice):
     return mask if mask.shape[-1] == 1 else mask[..., cols]
 
 
-# Query rows per tile: a key block meets its rows in pieces of this many, which keeps a tile at a
-# few MiB (4 heads × 512 × 256 float32: 2 MiB) however long the sequence. In our benchmark (causal,
-# n = 2048, 4 heads, block 256) 384 to 1024 rows were equally fast; 256 rows, or all of Tq, slower.
-_TILE_ROWS = 512
+def _block_scores(ctx, q, k, keep, bias, cols: slice):
+    """S_B = scale · Q K_Bᵀ for the keys `cols`, −inf where the masks or is_causal hide a key."""
+    xp, rows = ctx.xp, slice(0, q.shape[-2])
+    S = ctx.scale * (q @ xp.swapaxes(k[..., cols, :], -1, -2))
+    bias = mask_tile(bias, rows, cols)
+    S = masked_logits(xp, S, mask_tile(keep, rows, cols), None if bias is None else bias.astype(S.dtype))
+    if ctx.is_causal:
+        S = xp.where(causal_keep(xp, rows, cols, ctx.window), S, xp.asarray(-xp.inf, dtype=S.dtype))
+    return S                                                            # (..., Tq, B)
 
 
-def _tiles(ctx, n_q: int, n_k: int) -> list[tuple[slice, slice]]:
-    """(query rows, key columns) per tile: each key block against its query rows, cut in pieces of
-    at most _TILE_ROWS rows.
-
-    With is_causal a block whose first key is c meets only the rows i ≥ c, and a tile's keys stop
-    after its last row (query i sees keys j ≤ i: later keys are masked for every row of the tile).
-    The first piece is the top half of the block's diagonal square, rows c … c + block/2 − 1, so
-    it stops at key c + block/2 − 1: a quarter of the square, masked, is never computed.
-    With a window w, the block's last key (stop − 1) leaves the window of every row from
-    stop − 1 + w on: the block's rows end there.
-    docs/flash_attention.md draws the tiles ("The tiles, drawn").
-    """
-    tiles = []
-    for start in range(0, min(n_k, n_q) if ctx.is_causal else n_k, ctx.block_size):
-        stop = min(start + ctx.block_size, n_k)
-        end = n_q if ctx.window is None else min(n_q, stop - 1 + ctx.window)
-        if ctx.is_causal:
-            tops = [start, *range(min(start + max(ctx.block_size // 2, 1), end), end, _TILE_ROWS)]
-        else:
-            tops = list(range(0, n_q, _TILE_ROWS))
-        for top, bottom in zip(tops, [*tops[1:], end]):
-            tiles.append((slice(top, bottom), slice(start, min(stop, bottom) if ctx.is_causal else stop)))
-    return tiles
-
-
-def _tile_scores(ctx, q_scaled, k, keep, bias, rows: slice, cols: slice):
-    """A fresh array of the masked scores S[..., rows, cols] = (scale · Q) Kᵀ (the caller may overwrite it).
-
-    A causal tile starts on or below the diagonal (rows.start ≥ cols.start). Only its rows
-    i < cols.stop, on the block's diagonal square, see part of the block (keys j ≤ i); the rows
-    below see all of it. So the causal mask is set, in place, on those rows alone. With a window
-    the rows from cols.start + w on lose keys at the other end: the tile is masked whole then.
-    """
-    xp = ctx.xp
-    scores = q_scaled[..., rows, :] @ xp.swapaxes(k[..., cols, :], -1, -2)
-    scores = mask_scores_in_place(xp, scores, _tile(keep, rows, cols), _tile(bias, rows, cols))
-    if ctx.window is not None and rows.stop > cols.start + ctx.window:
-        mask_scores_in_place(xp, scores, causal_keep(xp, rows, cols, ctx.window), None)
-    elif ctx.is_causal and rows.start < cols.stop:
-        square = slice(rows.start, min(rows.stop, cols.stop))
-        diagonal_rows = scores[..., :square.stop - rows.start, :]         # a view: masked in place
-        mask_scores_in_place(xp, diagonal_rows, causal_keep(xp, square, cols), None)
-    return scores
-
-
-def _work(batch: tuple[int, ...], tiles: list[tuple[slice, slice]], keep, bias) -> int:
-    """Score elements the tiles compute (what ``over_batch`` weighs); 0, so never split, when a
-    mask has batch axes beyond the inputs'."""
-    if any(m is not None and m.ndim - 2 > len(batch) for m in (keep, bias)):
-        return 0
-    return math.prod(batch) * sum((r.stop - r.start) * (c.stop - c.start) for r, c in tiles)
-
-
-def _scaled_queries(ctx, q, k, v):
-    """scale · Q in Q's dtype, broadcast to every batch axis (so each score tile has the output's
-    batch shape), and the sizes (batch, n_q, n_k). Scaling Q once costs n_q × d; scaling every
-    score tile would cost n_q × n_k."""
-    shapes = attention_shapes("flash_attention", q.shape, k.shape, v.shape)
-    q_scaled = q * ctx.xp.asarray(ctx.scale, dtype=q.dtype)
-    return ctx.xp.broadcast_to(q_scaled, shapes.batch + q.shape[-2:]), shapes
+def _batch(*arrays) -> tuple[int, ...]:
+    """The broadcast batch shape of the inputs and masks (every axis before the last two)."""
+    return np.broadcast_shapes(*(x.shape[:-2] for x in arrays if x is not None and x.ndim > 2))
 
 
 @register
@@ -164,7 +103,7 @@ class FlashAttention(Op):
                ("D", "D = rowsum(dO ⊙ O) = rowsum(dP ⊙ P)"),
                ("S", "S = scale · Q Kᵀ, recomputed block by block (−inf where masked)"),
                ("P", "P = exp(S − L), block by block: the forward's softmax"),
-               ("dP", "dP = dO Vᵀ, block by block (not computed on the causal tiles skipped)"),
+               ("dP", "dP = dO Vᵀ, block by block"),
                ("dS", "dS = P ⊙ (dP − D)"),
                ("dQ", "dQ = scale · Σ_B dS_B K_B"),
                ("dK", "dK = scale · dSᵀ Q"),
@@ -172,121 +111,67 @@ class FlashAttention(Op):
 
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, block_size, window=None):
-        xp = ctx.xp
-        q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
-        out = xp.empty(batch + (n_q, v.shape[-1]), dtype=q.dtype)
-        lse = xp.empty(batch + (n_q, 1), dtype=q.dtype)
-        tiles = _tiles(ctx, n_q, n_k)
-
-        def attend(i):          # the batch piece i (all of it with one thread: parallel.py)
-            q_, k_, v_, keep_, bias_ = (piece(x, i, len(batch)) for x in (q_scaled, k, v, keep, bias))
-            part = q_.shape[:-2]
-            # The docs' running values per query row: m, the largest score so far; l = Σ exp(s − m);
-            # a = Σ exp(s − m) v. a and l sit side by side in one array, acc = [a | l], because one
-            # product then updates both: exp(S_B − m) @ [V_B | 1] = [exp(S_B − m) V_B | rowsum]. On a
-            # full tile (4 heads, 512 rows, 256 keys, d 64, float32) that saves 17-45 µs of ~0.95 ms
-            # (2-5%) against a += e @ V_B and l += rowsum e done apart.
-            v_one = xp.concatenate([v_, xp.ones(v_.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
-            acc = xp.zeros(part + (n_q, v.shape[-1] + 1), dtype=q.dtype)
-            a, l = acc[..., :-1], acc[..., -1:]                         # views: (..., Tq, Dv), (..., Tq, 1)
-            m = xp.full(part + (n_q, 1), -xp.inf, dtype=q.dtype)
-            zero = xp.asarray(0, dtype=q.dtype)
-            for rows, cols in tiles:
-                e = _tile_scores(ctx, q_, k_, keep_, bias_, rows, cols)  # S_B: (..., R, B)
-                m_old = m[..., rows, :]
-                m_new = xp.maximum(m_old, e.max(axis=-1, keepdims=True))
-                shift = xp.where(m_new == -xp.inf, zero, m_new)         # nothing seen yet: 0
-                e -= shift
-                xp.exp(e, out=e)                                        # in place: no 2nd tile
-                acc[..., rows, :] *= xp.exp(m_old - shift)              # a and l, to the new max
-                acc[..., rows, :] += e @ v_one[..., cols, :]            # + [e V_B | rowsum e]
-                m[..., rows, :] = m_new
-                del e                         # freed before the next tile is made, not after
-            alive = l != 0                              # some key takes part (a NaN row stays NaN)
-            safe_l = xp.where(alive, l, 1)
-            xp.divide(a, safe_l, out=out[i])
-            lse[i] = xp.where(alive, m + xp.log(safe_l), xp.inf)        # +inf: exp(S − L) = 0
-
-        over_batch(attend, batch, _work(batch, tiles, keep, bias), xp=xp)
-        ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=out, lse=lse)
-        return out
+        xp, n_q, n_k = ctx.xp, q.shape[-2], k.shape[-2]
+        batch = _batch(q, k, v, keep, bias)
+        m = xp.full(batch + (n_q, 1), -xp.inf, dtype=q.dtype)      # the largest score so far
+        l = xp.zeros(batch + (n_q, 1), dtype=q.dtype)              # Σ exp(s − m) so far
+        a = xp.zeros(batch + (n_q, v.shape[-1]), dtype=q.dtype)    # Σ exp(s − m) v so far
+        for start in range(0, n_k, block_size):
+            cols = slice(start, min(start + block_size, n_k))
+            S = _block_scores(ctx, q, k, keep, bias, cols)                  # (..., Tq, B)
+            m_new = xp.maximum(m, S.max(axis=-1, keepdims=True))
+            shift = xp.where(m_new == -xp.inf, xp.asarray(0, dtype=q.dtype), m_new)   # none seen yet
+            P = xp.exp(S - shift)
+            rescale = xp.exp(m - shift)                                     # what m grew by
+            l = rescale * l + P.sum(axis=-1, keepdims=True)
+            a = rescale * a + P @ v[..., cols, :]
+            m = m_new
+        alive = l != 0                              # some key takes part (a NaN row stays NaN)
+        safe_l = xp.where(alive, l, xp.asarray(1, dtype=l.dtype))
+        O = a / safe_l                                                      # (..., Tq, Dv)
+        L = xp.where(alive, m + xp.log(safe_l), xp.asarray(xp.inf, dtype=l.dtype))   # +inf: P = 0
+        ctx.save(q=q, k=k, v=v, keep=keep, bias=bias, out=O, lse=L)
+        return O
 
     @staticmethod
     def backward(ctx, grad):
-        """Per tile (a key block B against a piece of its query rows): P = exp(S − L) (L = +inf on
-        a fully masked row makes P = 0), then the plain kernel's formulas; dK_B and dV_B are sums
-        over the pieces, dQ over the key blocks, and the scale multiplies dQ and dK once, after
-        their sums. D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O) is computed once up front.
+        """Per key block B: P_B = exp(S_B − L) (L = +inf on a fully masked row makes P = 0), then
+        the plain attention's formulas: dV_B = P_Bᵀ dO, dP_B = dO V_Bᵀ, dS_B = P_B ⊙ (dP_B − D),
+        dQ += scale · dS_B K_B, dK_B = scale · dS_Bᵀ Q, with D = rowsum(dO ⊙ O) made once.
+        A kv head shared by a group of query heads gets its group's sum from the engine.
         Masked positions get probability 0 and gradient 0; a fully masked row outputs zeros, never NaN.
         """
-        xp = ctx.xp
+        xp, dO = ctx.xp, grad
         need_q, need_k, need_v = ctx.needs_grad[:3]
-        q, k, v, keep, bias, lse = (ctx.saved[n] for n in ("q", "k", "v", "keep", "bias", "lse"))
-        q_scaled, (batch, n_q, n_k) = _scaled_queries(ctx, q, k, v)
-        need_s = need_q or need_k                                       # dS feeds dQ and dK only
-        # A kv head shared by a group of query heads gets the group's sum (group_summed_product).
-        dQ, dK, dV = (xp.zeros(shape + x.shape[-2:], dtype=grad.dtype) if need else None
-                      for x, shape, need in ((q, batch, need_q), (k, shared_batch(batch, k.shape), need_k),
-                                             (v, shared_batch(batch, v.shape), need_v)))
-        shown = None if ctx.trace is None else _Insides(xp, batch + (n_q, n_k), grad.dtype, need_s)
-        tiles = _tiles(ctx, n_q, n_k)
-        D = xp.empty(batch + (n_q, 1), dtype=grad.dtype) if need_s else None   # (..., Tq, 1)
-
-        def gradients(i):       # the batch piece i (all of it with one thread: parallel.py)
-            q_s, q_, k_, v_, keep_, bias_, lse_, grad_, out_ = (
-                piece(x, i, len(batch)) for x in (q_scaled, q, k, v, keep, bias, lse, grad, ctx.saved["out"]))
-            dQ_, dK_, dV_ = (None if d is None else d[i] for d in (dQ, dK, dV))   # views: written in place
+        need_s = need_q or need_k                                           # dS feeds dQ and dK only
+        Q, K, L = ctx.saved["q"], ctx.saved["k"], ctx.saved["lse"]
+        batch, n_q, n_k = L.shape[:-2], Q.shape[-2], K.shape[-2]
+        dQ, dK, dV = (xp.zeros(batch + x.shape[-2:], dtype=grad.dtype) if need else None
+                      for x, need in ((Q, need_q), (K, need_k), (ctx.saved["v"], need_v)))
+        D = (dO * ctx.saved["out"]).sum(axis=-1, keepdims=True) if need_s else None   # (..., Tq, 1)
+        # The stepper is watching: the whole (..., Tq, Tk) matrices, filled block by block.
+        names = ("S", "P", "dP", "dS") if need_s else ("S", "P")
+        shown = None if ctx.trace is None else {
+            name: xp.zeros(batch + (n_q, n_k), dtype=grad.dtype) for name in names}
+        for start in range(0, n_k, ctx.block_size):
+            cols = slice(start, min(start + ctx.block_size, n_k))
+            S = _block_scores(ctx, Q, K, ctx.saved["keep"], ctx.saved["bias"], cols)   # (..., Tq, B)
+            P = xp.exp(S - L)                                               # the forward's softmax
+            blocks = {"S": S, "P": P}
+            if need_v:
+                dV[..., cols, :] = xp.swapaxes(P, -1, -2) @ dO
             if need_s:
-                D[i] = rowsum(xp, grad_ * out_)
-            D_ = None if D is None else D[i]
-            for rows, cols in tiles:
-                P = _tile_scores(ctx, q_s, k_, keep_, bias_, rows, cols)  # S_B: (..., R, B)
-                if shown is not None:
-                    shown.put("S", rows, cols, P)
-                P -= lse_[..., rows, :]
-                xp.exp(P, out=P)                                        # P_B, as in forward
-                dO = grad_[..., rows, :]
-                if need_v:
-                    dV_[..., cols, :] += group_summed_product(xp, P, dO, v.shape)
-                if shown is not None:
-                    shown.put("P", rows, cols, P)
-                if need_s:
-                    dS = dO @ xp.swapaxes(v_[..., cols, :], -1, -2)     # dP_B, then in place:
-                    if shown is not None:
-                        shown.put("dP", rows, cols, dS)
-                    dS -= D_[..., rows, :]
-                    dS *= P                                             # dS_B = P_B ⊙ (dP_B − D)
-                    if shown is not None:
-                        shown.put("dS", rows, cols, dS)
-                    if need_q:
-                        dQ_[..., rows, :] += dS @ k_[..., cols, :]
-                    if need_k:
-                        dK_[..., cols, :] += group_summed_product(xp, dS, q_[..., rows, :], k.shape)
-                    del dS
-                del P                         # freed before the next tiles are made, not after
-
-        # A kv head shared by a group sums the group: that axis is never cut.
-        summed = shared_batch(batch, k.shape) != batch or shared_batch(batch, v.shape) != batch
-        over_batch(gradients, batch, 0 if shown is not None else _work(batch, tiles, keep, bias), xp=xp,
-                   fixed=len(batch) - 1 if summed else None)
-        for d in (dQ, dK):                                             # S = scale · Q Kᵀ
-            if d is not None:
-                d *= ctx.scale
+                dP = dO @ xp.swapaxes(ctx.saved["v"][..., cols, :], -1, -2)    # (..., Tq, B)
+                dS = P * (dP - D)
+                blocks.update(dP=dP, dS=dS)
+                if need_q:
+                    dQ += ctx.scale * (dS @ K[..., cols, :])
+                if need_k:
+                    dK[..., cols, :] = ctx.scale * (xp.swapaxes(dS, -1, -2) @ Q)
+            if shown is not None:
+                for name, block in blocks.items():
+                    shown[name][..., cols] = block
         if shown is not None:
-            computed = {"D": D, "dQ": dQ, "dK": dK, "dV": dV}
-            ctx.trace.update(L=lse, **shown.matrices, **{n: x for n, x in computed.items() if x is not None})
+            computed = {"L": L, "D": D, "dQ": dQ, "dK": dK, "dV": dV}
+            ctx.trace.update(**{n: x for n, x in computed.items() if x is not None}, **shown)
         return dQ, dK, dV, None, None
-
-
-class _Insides:
-    """The whole (..., Tq, Tk) matrices S, P, dP, dS, filled tile by tile, for a traced backward
-    only. Tiles the causal walk skips are wholly masked: S = −inf, P = dS = 0 there, and dP,
-    which flash never computes there, is NaN (shown as "not computed")."""
-
-    def __init__(self, xp, shape: tuple[int, ...], dtype, with_ds: bool):
-        self.matrices = {"S": xp.full(shape, -xp.inf, dtype=dtype), "P": xp.zeros(shape, dtype=dtype)}
-        if with_ds:                     # dP and dS exist only when dQ or dK is asked for
-            self.matrices.update(dP=xp.full(shape, xp.nan, dtype=dtype), dS=xp.zeros(shape, dtype=dtype))
-
-    def put(self, name: str, rows: slice, cols: slice, tile) -> None:
-        self.matrices[name][..., rows, cols] = tile

@@ -4,19 +4,19 @@ mse_loss.
 
 Each takes ``reduction``: "mean" (over the positions that count), "sum" or "none" (the loss per
 position). A float16 input is computed in float32 and the loss cast back to float16, as PyTorch
-accumulates.
+accumulates (``half_in_single``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import Case, Op, cast_back, single_for_half
+from .base import Case, Op
 from .registry import register
 from .softmax import softmax_parts
 
 __all__ = ["BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "CrossEntropy", "CrossEntropyProbs",
-           "MseLoss", "NllLoss"]
+           "MseLoss", "NllLoss", "class_scale", "cross_entropy_losses"]
 
 
 _TARGETS = np.array([2, 0, 3])
@@ -64,29 +64,12 @@ class CrossEntropy(Op):
                     None, None)
         return ("dlogits = (softmax(logits) − one_hot(target)) ⊙ dℓ / n_counted", None, None)[:n_inputs]
 
+    half_in_single = True       # the log-sum-exp accumulated in float32
+
     @staticmethod
     def forward(ctx, logits, targets, weight=None, *, ignore_index, reduction, label_smoothing=0.0):
-        xp = ctx.xp
-        dtype, ctx.smoothing, ctx.weighted = logits.dtype, label_smoothing, weight is not None
-        logits, = single_for_half(logits)
-        probs, m, s = softmax_parts(xp, logits, -1)
-        counted, safe, n_counted = _counting(xp, targets, ignore_index, logits.dtype)
-        # z[target] of each position: the logits as rows, one (row, target) pair picked per row
-        # (what take_along_axis does, without its index building: a fifth of a small step).
-        rows = logits.reshape(safe.size, logits.shape[-1])
-        picked = rows[xp.arange(safe.size), safe.reshape(-1)].reshape(targets.shape)
-        # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
-        # row with −inf logits stays 0 instead of 0 · inf = NaN.
-        lse = m[..., 0] + xp.log(s[..., 0])
-        losses = lse - picked
-        if label_smoothing:             # ε · mean over the classes of −log p_c = ε · (lse − mean z)
-            losses = (1 - label_smoothing) * losses + label_smoothing * (lse - logits.mean(axis=-1))
-        if counted is not None:
-            losses = xp.where(counted, losses, 0)
-        if weight is not None:
-            losses, counted, n_counted = _weighted(xp, losses, weight, safe, counted, logits.dtype)
-        ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
-        return cast_back(_reduced(losses, reduction, n_counted), dtype)
+        return cross_entropy_losses(ctx, logits, targets, weight, softmax_parts(ctx.xp, logits, -1),
+                                    ignore_index, reduction, label_smoothing)
 
     @staticmethod
     def backward(ctx, grad):
@@ -101,18 +84,36 @@ class CrossEntropy(Op):
         xp = ctx.xp
         probs, safe, counted = ctx.saved["probs"], ctx.saved["safe"], ctx.saved["counted"]
         classes = probs.shape[-1]
-        scale = _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)
-        if ctx.smoothing:
-            target = (1 - ctx.smoothing) * (xp.arange(classes) == safe) + ctx.smoothing / classes
-            return ((probs - target) * scale, *nones)
-        # (P − one_hot)·dℓ as P·dℓ with dℓ taken off each position's target entry: one full pass
-        # instead of three (the one-hot, the difference, the product): this backward's own time
-        # 168 → 73 µs in the text step (768 × 103 logits), 11 µs either way in the MLP 784 step,
-        # 8 → 9 µs in MLP 16's (one thread, interleaved with the other form in one process).
-        grad_logits = probs * scale
-        per_row = grad_logits.reshape(safe.size, classes)   # a view: the product is a fresh array
-        per_row[xp.arange(safe.size), safe.reshape(-1)] -= scale.reshape(-1) if scale.ndim else scale
-        return (grad_logits, *nones)
+        scale = class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)
+        one_hot = (xp.arange(classes) == safe).astype(probs.dtype)                # (..., C)
+        target = (1 - ctx.smoothing) * one_hot + ctx.smoothing / classes
+        return ((probs - target) * scale, *nones)
+
+
+def cross_entropy_losses(ctx, logits, targets, weight, parts, ignore_index, reduction, label_smoothing):
+    """CrossEntropy's forward from softmax's parts (probs, row max m, row sum s) of the logits:
+    ℓ = log Σ exp(z) − z[target] = m + log s − z[target] per position, reduced; saves what its
+    backward reads."""
+    xp = ctx.xp
+    ctx.smoothing, ctx.weighted = label_smoothing, weight is not None
+    probs, m, s = parts
+    counted, safe, n_counted = _counting(xp, targets, ignore_index, logits.dtype)
+    # z[target] of each position: the logits as rows, one (row, target) pair picked per row
+    # (what take_along_axis does, without building its index).
+    rows = logits.reshape(safe.size, logits.shape[-1])
+    picked = rows[xp.arange(safe.size), safe.reshape(-1)].reshape(targets.shape)
+    # −log p[target] = log Σ exp(z) − z[target]; `where`, not `* counted`, so that an ignored
+    # row with −inf logits stays 0 instead of 0 · inf = NaN.
+    lse = m[..., 0] + xp.log(s[..., 0])
+    losses = lse - picked
+    if label_smoothing:             # ε · mean over the classes of −log p_c = ε · (lse − mean z)
+        losses = (1 - label_smoothing) * losses + label_smoothing * (lse - logits.mean(axis=-1))
+    if counted is not None:
+        losses = xp.where(counted, losses, 0)
+    if weight is not None:
+        losses, counted, n_counted = _weighted(xp, losses, weight, safe, counted, logits.dtype)
+    ctx.save(probs=probs, safe=safe, counted=counted, n_counted=n_counted)
+    return _reduced(losses, reduction, n_counted)
 
 
 def _weighted(xp, losses, weight, safe, counted, dtype):
@@ -138,7 +139,7 @@ def _counting(xp, targets, ignore_index, dtype):
     return counted, xp.where(counted, targets, 0)[..., None], xp.maximum(counted.sum(dtype=dtype), 1)
 
 
-def _class_scale(grad, reduction: str, n, counted):
+def class_scale(grad, reduction: str, n, counted):
     """dℓ per position (``_per_position``), 0 where the target does not count, given a size-1
     class axis when it is one per position, to multiply a (..., C) gradient."""
     scale = _per_position(grad, reduction, n)
@@ -179,18 +180,18 @@ class CrossEntropyProbs(Op):
                   domain="probability"),
              Case((3, 5), (3, 5), params={"label_smoothing": 0.0, "reduction": "none"}, domain="probability"))
 
+    half_in_single = True       # the log-sum-exp accumulated in float32
+
     @staticmethod
     def forward(ctx, logits, targets, *, label_smoothing, reduction):
         xp = ctx.xp
-        dtype = logits.dtype
-        logits, targets = single_for_half(logits, targets)
         probs, m, s = softmax_parts(xp, logits, -1)
         log_probs = logits - m - xp.log(s)
         if label_smoothing:
             targets = (1 - label_smoothing) * targets + label_smoothing / logits.shape[-1]
         ctx.save(probs=probs, log_probs=log_probs, targets=targets)
         ctx.n = max(int(np.prod(logits.shape[:-1])), 1)
-        return cast_back(_reduced(-(targets * log_probs).sum(axis=-1), reduction, ctx.n), dtype)
+        return _reduced(-(targets * log_probs).sum(axis=-1), reduction, ctx.n)
 
     @staticmethod
     def backward(ctx, grad):
@@ -243,7 +244,7 @@ class NllLoss(Op):
             return (None, *nones)
         safe, counted = ctx.saved["safe"], ctx.saved["counted"]
         one_hot = ctx.xp.arange(ctx.classes) == safe
-        return (-(one_hot * _class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), *nones)
+        return (-(one_hot * class_scale(grad, ctx.reduction, ctx.saved["n_counted"], counted)), *nones)
 
 
 _ELEMENT_WEIGHT = np.array([0.5, 2.0, 1.0, 0.25])       # one per column of a (3, 4) input, broadcast

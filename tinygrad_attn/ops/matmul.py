@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import math
 
-from ..kernels.reductions import colsum
 from .base import Case, Op
 from .registry import register
 
-__all__ = ["Linear", "MatMul"]
+__all__ = ["Linear", "MatMul", "rows_of", "shared_matrix_backward"]
 
 
 @register
@@ -41,7 +40,7 @@ class MatMul(Op):
         xp = ctx.xp
         a, b = ctx.saved["a"], ctx.saved["b"]
         if a.ndim > 2 and b.ndim == 2:      # a linear layer: the batch sum of dB is one GEMM
-            return _shared_matrix_backward(ctx, a, b, grad)
+            return shared_matrix_backward(ctx, a, b, grad)
         a2 = a[None, :] if a.ndim == 1 else a                    # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b                    # (..., k, m)
         batch = grad.shape[:grad.ndim - 2 + (a.ndim == 1) + (b.ndim == 1)]
@@ -98,23 +97,23 @@ class Linear(Op):
     def backward(ctx, grad):
         """With X (r, in) and G (r, out) the rows of x and dy: dx = G Wᵀ, dW = Xᵀ G (the sum of
         every row's outer product in one GEMM), db = Σ over the rows of G."""
-        grad_x, grad_w = _shared_matrix_backward(ctx, ctx.saved.get("x"), ctx.saved.get("w"), grad)
-        return grad_x, grad_w, colsum(ctx.xp, _rows(grad)) if ctx.needs_grad[2] else None
+        grad_x, grad_w = shared_matrix_backward(ctx, ctx.saved.get("x"), ctx.saved.get("w"), grad)
+        return grad_x, grad_w, rows_of(grad).sum(axis=0) if ctx.needs_grad[2] else None
 
 
 def _shared_matrix_product(a, b):
     """(..., n, k) @ (k, m) as one GEMM over all the rows of a, shaped back to (..., n, m)."""
     if a.ndim == 2:                         # already the matrix of its rows
         return a @ b
-    return (_rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
+    return (rows_of(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
 
 
-def _shared_matrix_backward(ctx, a, b, grad):
+def shared_matrix_backward(ctx, a, b, grad):
     """(..., n, k) @ (k, m) as rows: with A₂ (r, k) and G₂ (r, m) the operands' rows stacked,
     dA = G·Bᵀ and dB = A₂ᵀ·G₂, which is Σ over the batch of Aᵢᵀ·Gᵢ in one GEMM (no batched
     product left for the engine to sum). `a` is read only for dB and `b` only for dA; forward
     noted B's layout in ``ctx.b_transposed`` (see ``_note_layout``)."""
-    grad2 = _rows(grad)                     # (r, m)
+    grad2 = rows_of(grad)                     # (r, m)
     grad_a = None
     if ctx.needs_grad[0]:
         grad_a = grad2 @ b.T if grad.ndim == 2 else (grad2 @ b.T).reshape(grad.shape[:-1] + b.shape[:1])
@@ -124,11 +123,11 @@ def _shared_matrix_backward(ctx, a, b, grad):
             # A transposed weight (a tied LM head's Eᵀ, E (V, D)): dB made as (G₂ᵀ·A₂)ᵀ, in B's
             # own layout, so that the transpose back to E is C-ordered and adds to the embedding's
             # gradient row by row. As A₂ᵀ·G₂ it comes out Fortran-ordered, and that sum with a
-            # C-ordered array reads one of them across rows: SmolLM-135M's step (V = 49152) took
-            # 780 ms, 190 of them in that one addition.
-            grad_b = (grad2.T @ _rows(a)).T
+            # C-ordered array reads one of them across rows, a large part of SmolLM-135M's step
+            # (V = 49152).
+            grad_b = (grad2.T @ rows_of(a)).T
         else:
-            grad_b = _rows(a).T @ grad2
+            grad_b = rows_of(a).T @ grad2
     return grad_a, grad_b
 
 
@@ -138,7 +137,7 @@ def _note_layout(ctx, b) -> None:
     ctx.b_transposed = b.ndim == 2 and b.flags.f_contiguous and not b.flags.c_contiguous
 
 
-def _rows(x):
+def rows_of(x):
     """x (..., k) as a matrix (r, k) of its rows (an explicit r, so that k = 0 works too); a
     matrix as it is (a reshape costs a few tenths of a µs, as much as a small op's bookkeeping)."""
     if x.ndim == 2:

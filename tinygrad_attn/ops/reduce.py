@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .base import Case, Op, cast_back, single_for_half
+from .base import Case, Op
 from .registry import register
 
 __all__ = ["CumSum", "LogSumExp", "Max", "Mean", "Min", "Prod", "Std", "Sum", "Var"]
@@ -60,12 +60,12 @@ class Sum(Op):
     formula = {"x": "dx = broadcast(dy)"}
     cases = _AXIS_CASES + (Case((3, 4), params={"axis": (1,), "keepdims": False, "dtype": np.float64}),)
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis, keepdims, dtype=None):
         ctx.in_shape = x.shape
-        if dtype is not None:
-            return x.sum(axis=axis, keepdims=keepdims, dtype=dtype)
-        return cast_back(single_for_half(x)[0].sum(axis=axis, keepdims=keepdims), x.dtype)
+        return x.sum(axis=axis, keepdims=keepdims, dtype=dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -81,10 +81,12 @@ class Mean(Op):
     formula = {"x": "dx = broadcast(dy) / n"}
     cases = _AXIS_CASES
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         ctx.in_shape = x.shape
-        return cast_back(_mean(single_for_half(x)[0], axis, keepdims), x.dtype)
+        return _mean(x, axis, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -137,8 +139,7 @@ def _centered_and_variance(ctx, x, axis, keepdims, correction):
     and std; records the input's shape and n − correction on ctx for their backward."""
     ctx.in_shape = x.shape
     ctx.divisor = _count(x.shape, axis) - correction
-    wide = single_for_half(x)[0]
-    centered = wide - _mean(wide, axis, keepdims=True)
+    centered = x - _mean(x, axis, keepdims=True)
     return centered, _mean(centered * centered, axis, keepdims, correction)
 
 
@@ -153,11 +154,13 @@ class Var(Op):
     cases = _AXIS_CASES + (Case((5,), params={"axis": (0,), "keepdims": False}),
                            Case((3, 4), params={"axis": (1,), "keepdims": True, "correction": 1}))
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis, keepdims, correction=0):
         centered, variance = _centered_and_variance(ctx, x, axis, keepdims, correction)
         ctx.save(centered=centered)
-        return cast_back(variance, x.dtype)
+        return variance
 
     @staticmethod
     def backward(ctx, grad):
@@ -181,12 +184,14 @@ class Std(Op):
     residuals = {"centered": "x − mean", "y": "y (the output, in float32 for float16)"}
     cases = _AXIS_CASES + (Case((3, 4), params={"axis": (1,), "keepdims": True, "correction": 1}),)
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis, keepdims, correction=0):
         centered, variance = _centered_and_variance(ctx, x, axis, keepdims, correction)
         y = ctx.xp.sqrt(variance)
         ctx.save(centered=centered, y=y)
-        return cast_back(y, x.dtype)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
@@ -197,7 +202,7 @@ class Std(Op):
         scale = 1 / ctx.divisor if ctx.divisor > 0 else float("inf")
         keep = _keep_axes(ctx, ctx.saved["y"]) if not ctx.keepdims else ctx.saved["y"]
         dx = _keep_axes(ctx, grad) * ctx.saved["centered"] * scale / keep
-        return (cast_back(dx, grad.dtype),)
+        return (dx,)
 
 
 @register
@@ -274,20 +279,20 @@ class LogSumExp(Op):
     residuals = {"probs": "softmax(x) over the reduced axes"}
     cases = _AXIS_CASES
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis, keepdims):
         xp = ctx.xp
         ctx.in_shape = x.shape
-        wide = single_for_half(x)[0]
         # an empty axis has no maximum: m = 0 there, so y = log 0 = −inf, as PyTorch
-        m = wide.max(axis=axis, keepdims=True) if wide.size else \
-            xp.zeros_like(wide.sum(axis=axis, keepdims=True))
+        m = x.max(axis=axis, keepdims=True) if x.size else xp.zeros_like(x.sum(axis=axis, keepdims=True))
         m = xp.where(xp.isfinite(m), m, xp.asarray(0, dtype=m.dtype))  # a row of −inf: m = 0
-        e = xp.exp(wide - m)
+        e = xp.exp(x - m)
         s = e.sum(axis=axis, keepdims=True)
         ctx.save(probs=e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
         y = m + xp.log(s)
-        return cast_back(y if keepdims else y.squeeze(axis=axis), x.dtype)
+        return y if keepdims else y.squeeze(axis=axis)
 
     @staticmethod
     def backward(ctx, grad):
@@ -304,9 +309,11 @@ class CumSum(Op):
     cases = (Case((5,), params={"axis": 0}), Case((3, 4), params={"axis": 1}),
              Case((3, 4), params={"axis": 0}))
 
+    half_in_single = True       # accumulated in float32 for float16
+
     @staticmethod
     def forward(ctx, x, *, axis):
-        return cast_back(ctx.xp.cumsum(single_for_half(x)[0], axis=axis), x.dtype)
+        return ctx.xp.cumsum(x, axis=axis)
 
     @staticmethod
     def backward(ctx, grad):

@@ -22,5 +22,6 @@ def register(op: type[Op]) -> type[Op]:
     if not op.formula_lines() or not op.cases:
         raise ValueError(f"op {op.name!r} needs a formula for at least one input and a gradcheck case")
     op.grad_read_only = True
+    op.textbook = op
     REGISTRY[op.name] = op
     return op

@@ -3,19 +3,19 @@
 The masking rule is the one attention uses (``masking.py``): a boolean ``keep`` marks the
 positions that take part (True), a float ``bias`` is added to the logits. Masked positions get
 probability 0 and gradient 0; a fully masked row outputs zeros, never NaN. A float16 input is
-computed in float32 and the result cast back to float16, as PyTorch accumulates.
+computed in float32 and the result cast back to float16, as PyTorch accumulates
+(``half_in_single``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.reductions import rowsum
-from .base import Case, Op, cast_back, single_for_half
+from .base import Case, Op
 from .masking import masked_logits
 from .registry import register
 
-__all__ = ["LogSoftmax", "Softmax", "row_max", "softmax_parts"]
+__all__ = ["LogSoftmax", "Softmax", "log_probabilities", "softmax_parts"]
 
 
 _CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
@@ -34,29 +34,11 @@ _MASK_CASES = (Case((3, 4), None, None, params={"axis": 1}),
                Case((4, 3, 2), _ROW_MASKED.T[:, :, None], None, params={"axis": 0}))
 
 
-def row_max(xp, z):
-    """max over the last axis, kept as a size-1 column: the same values as ``z.max(-1, keepdims=True)``.
-
-    NumPy reduces a short last axis one short loop per row, slowly. For many rows (at least 32,
-    and twice k) of at most k = 64, a transformer's attention rows and vocabulary logits, the rows
-    are copied as the columns of a matrix (k, rows) instead, whose maximum down the columns is k
-    long vectorised passes: faster than NumPy's max 2.4× at (64, 4, 32, 32), 1.6× at (64, 10),
-    7.5× at (2048, 14); slower on fewer or longer rows, which keep it. NaN and −inf propagate as
-    in max.
-    """
-    k = z.shape[-1]
-    if xp is not np or k > 64 or z.size < max(32, 2 * k) * max(k, 1):     # k = 0 too
-        return z.max(axis=-1, keepdims=True)
-    columns = xp.ascontiguousarray(z.reshape(-1, k).T)      # (k, rows): row i is column i of z
-    return columns.max(axis=0).reshape(z.shape[:-1] + (1,))
-
-
-def softmax_parts(xp, z, axis: int, *, overwrite: bool = False):
+def softmax_parts(xp, z, axis: int):
     """Softmax of the masked logits z along `axis`: (probs, row max m, row sum s of exp(z − m)).
 
     m and s keep `axis` with size 1; `s > 0` exactly on the rows where some position takes part,
-    and log-softmax is z − m − log s there. With `overwrite` the caller gives z up and the
-    probabilities are computed in its memory (no second array of z's size).
+    and log-softmax is z − m − log s there.
 
     The row maximum is subtracted before exp (softmax(z) = softmax(z − m) for any constant m, and
     with m = max z every exp is ≤ 1, so ±1e4 logits stay finite). A row with no position taking
@@ -69,13 +51,21 @@ def softmax_parts(xp, z, axis: int, *, overwrite: bool = False):
         # max() of nothing is undefined; the sum of nothing is 0, shaped as m and s must be.
         stat = z.sum(axis=axis, keepdims=True)
         return xp.exp(z), stat, stat
-    m = row_max(xp, z) if axis in (-1, z.ndim - 1) else z.max(axis=axis, keepdims=True)
-    m = xp.maximum(m, xp.finfo(m.dtype).min)            # −inf (no position) → the lowest float
-    e = xp.subtract(z, m, out=z if overwrite else None)
-    xp.exp(e, out=e)
-    s = rowsum(xp, e) if axis in (-1, e.ndim - 1) else e.sum(axis=axis, keepdims=True)
-    e /= xp.maximum(s, 1)       # s ≥ 1 (the max's own term is 1) unless no position: 0, kept 0
-    return e, m, s
+    m = xp.maximum(z.max(axis=axis, keepdims=True), xp.finfo(z.dtype).min)   # −inf → the lowest float
+    e = xp.exp(z - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return e / xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s), m, s
+
+
+def log_probabilities(ctx, z, probs, m, s):
+    """log-softmax y = z − m − log s from softmax's parts, 0 on a row where nothing takes part;
+    saves what LogSoftmax's backward reads."""
+    xp = ctx.xp
+    alive = z > -xp.inf                                         # positions taking part
+    log_s = xp.log(xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
+    y = xp.where(s == 0, xp.asarray(0, dtype=z.dtype), z - m - log_s)   # NaN rows stay NaN
+    ctx.save(probs=probs, alive=alive)
+    return y
 
 
 @register
@@ -87,13 +77,11 @@ class Softmax(Op):
     residuals = {"y": "y (the output)"}
     cases = _MASK_CASES
 
+    half_in_single = True       # the denominator Σ exp accumulated in float32
+
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
-        if x.dtype == np.float16:       # the denominator Σ exp accumulated in float32
-            return cast_back(Softmax.forward(ctx, *single_for_half(x), keep, *single_for_half(bias),
-                                             axis=axis), x.dtype)
-        z = masked_logits(ctx.xp, x, keep, bias)
-        y, _, _ = softmax_parts(ctx.xp, z, axis, overwrite=z is not x)
+        y, _, _ = softmax_parts(ctx.xp, masked_logits(ctx.xp, x, keep, bias), axis)
         ctx.save(y=y)
         return y
 
@@ -119,19 +107,12 @@ class LogSoftmax(Op):
     residuals = {"probs": "P (the softmax probabilities)", "alive": "which positions take part"}
     cases = _MASK_CASES
 
+    half_in_single = True       # the denominator Σ exp accumulated in float32
+
     @staticmethod
     def forward(ctx, x, keep, bias, *, axis):
-        if x.dtype == np.float16:       # the denominator Σ exp accumulated in float32
-            return cast_back(LogSoftmax.forward(ctx, *single_for_half(x), keep, *single_for_half(bias),
-                                                axis=axis), x.dtype)
-        xp = ctx.xp
-        z = masked_logits(xp, x, keep, bias)
-        probs, m, s = softmax_parts(xp, z, axis)
-        alive = z > -xp.inf                                     # positions taking part
-        log_s = xp.log(xp.where(s == 0, xp.asarray(1, dtype=s.dtype), s))
-        y = xp.where(s == 0, xp.asarray(0, dtype=z.dtype), z - m - log_s)   # NaN rows stay NaN
-        ctx.save(probs=probs, alive=alive)
-        return y
+        z = masked_logits(ctx.xp, x, keep, bias)
+        return log_probabilities(ctx, z, *softmax_parts(ctx.xp, z, axis))
 
     @staticmethod
     def backward(ctx, grad):

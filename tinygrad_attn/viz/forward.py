@@ -79,7 +79,9 @@ class ForwardStep:
 
 
 def op_math(op: Any) -> str:
-    """The math of an op in one line: the first paragraph of its docstring ('y = max(x, 0).')."""
+    """The math of an op in one line: the first paragraph of its textbook form's docstring
+    ('y = max(x, 0).'), also when a kernel ran it."""
+    op = op.textbook or op
     paragraph = (op.__doc__ or op.name).strip().split("\n\n")[0]
     return " ".join(paragraph.split())
 
