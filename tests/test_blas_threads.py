@@ -56,7 +56,8 @@ def test_every_notebook_starts_on_the_root_with_one_blas_thread():
     spec.loader.exec_module(build)
     out = python("import numpy\n" + build.FIRST_CELL + "\nprint(os.getcwd())\n" + BLAS_THREADS,
                  cwd=ROOT / "notebooks")
-    cwd, threads = out.splitlines()
+    message, cwd, threads = out.splitlines()
+    assert message == "BLAS threads: 1 (set by threadpoolctl): every run prints the same figures"
     assert Path(cwd) == ROOT and set(eval(threads)) == {1}
     for page in build.LESSON_PAGES:
         assert build.build(page).cells[1].source == build.FIRST_CELL

@@ -1,7 +1,9 @@
 """Every ```python block in docs/*.md and CONTRIBUTING.md runs: each page's blocks in order, in a
-fresh namespace."""
+fresh namespace; the commands the pages give exist."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -79,3 +81,18 @@ def test_every_figure_in_docs_is_made_by_a_command_its_page_names():
         assert showing, f"no page shows {image.name}"
         assert any(re.search(rf"python examples/\w+\.py [^`\n]*docs/img/{image.name}", p.read_text())
                    for p in showing), f"no page showing {image.name} names the command that makes it"
+
+
+def test_the_download_commands_are_those_of_the_current_huggingface_hub():
+    """real_model.md's `hf …` lines name a command and options today's `hf` has (huggingface_hub
+    removed `huggingface-cli` in 1.0), and no page still gives `huggingface-cli`."""
+    pytest.importorskip("huggingface_hub", reason="installed with the test extra (transformers)")
+    assert not [p.name for p in PAGES if re.search(r"^huggingface-cli ", p.read_text(), re.M)]
+    lines = re.findall(r"^hf (\w+) (.*)$", (DOCS / "real_model.md").read_text(), re.M)
+    assert len(lines) == 2
+    for command, rest in lines:
+        done = subprocess.run([sys.executable, "-m", "huggingface_hub.cli.hf", command, "--help"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"hf {command}: {done.stderr}"
+        for option in re.findall(r"--[\w-]+", rest):
+            assert option in done.stdout, f"hf {command} has no {option}"

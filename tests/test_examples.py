@@ -1,7 +1,9 @@
 """The README's example and the example scripts run and print what they claim."""
 
+import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +137,75 @@ def test_epsilon_experiment_shows_truncation_then_round_off_as_gradient_checking
     assert (tmp_path / "eps.png").read_bytes()[:4] == b"\x89PNG"
     page = (ROOT / "docs" / "gradient_checking.md").read_text()
     assert "python examples/02_gradcheck_report.py --epsilon --plot docs/img/gradcheck_epsilon.png" in page
+
+
+FIGURES = re.compile(r"<!-- figures: (\w+) -->\n(.*?)<!-- end figures: \1 -->", re.S)
+
+
+def test_language_model_head_measures_count_what_they_say():
+    """attention_by_offset and attention_on_mark (example 11) on maps whose answer is known."""
+    example = runpy.run_path(str(ROOT / "examples" / "11_language_model.py"))    # its functions only
+    T = 5
+    previous = np.zeros((1, 1, T, T))                      # every query on the key before it
+    previous[0, 0, np.arange(1, T), np.arange(T - 1)] = 1
+    previous[0, 0, 0, 0] = 1                               # the first query sees only itself
+    np.testing.assert_allclose(example["attention_by_offset"](previous), [[1 / T, 1, 0]])
+    ids = np.array([[7, 1, 1, 7, 1, 1]])                    # 7: the mark, at positions 0 and 3
+    on_mark = np.zeros((1, 2, 6, 6))
+    on_mark[0, 0, np.arange(6), [0, 0, 0, 0, 0, 3]] = 1      # head 0: always the latest mark
+    on_mark[0, 1, np.arange(6), np.arange(6)] = 1            # head 1: itself
+    weights, even = example["attention_on_mark"](on_mark, ids, [7])
+    # queries 2, 3, 4 (mark 0 at or before t − 2) and 5 (mark 3): head 0 finds each
+    np.testing.assert_allclose(weights, [1, 0])
+    np.testing.assert_allclose(even, np.mean(1 / np.array([3, 4, 5, 6])))
+
+
+@pytest.mark.slow
+def test_language_model_figures_on_a_small_budget(tmp_path):
+    """Example 11 trains (50 steps here), then writes each figure between its markers in a copy
+    of docs/language_model.md and leaves the rest of the page as it was."""
+    original = (ROOT / "docs" / "language_model.md").read_text()
+    page = tmp_path / "language_model.md"
+    page.write_text(original)
+    run_example("11_language_model.py", "--out", str(tmp_path / "run"), "--steps", "50",
+                "--eval-size", "8", "--page", str(page))
+    written = page.read_text()
+    assert FIGURES.sub("", written) == FIGURES.sub("", original)
+    figures = dict(FIGURES.findall(written))
+    assert set(figures) == {"summary", "run", "heads", "marks", "sample"}
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    rows = re.findall(r"^\| (\d+) \| (\S+)", figures["run"], re.M)
+    assert rows == [("0", "4.63"), ("25", f"{metrics['val_loss'][0]:.2f}"),
+                    ("50", f"**{metrics['validation_loss']:.4f}**")]
+    shown = re.search(r"^\| 50 \|.*\| `(.+)` \|$", figures["run"], re.M).group(1)   # the final report's
+    position = 0
+    for piece in shown.split(" ⋯ "):                      # in order in the sample, runs of blanks between
+        text = piece.replace("↵", "\n").replace("\\|", "|")
+        position = metrics["sample"].index(text, position) + len(text)
+    assert len(shown) > 40
+    summary = " ".join(figures["summary"].split())                               # unwrapped
+    assert "`tinygrad-attn train text --eval-every 25 --steps 50 --eval-size 8`" in summary
+    heads = re.findall(r"^\| layer 0, head (\d) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", figures["heads"],
+                       re.M)
+    assert [int(h[0]) for h in heads] == [0, 1, 2, 3]
+    assert all(0 <= float(w) <= 1 for h in heads for w in h[1:])
+    assert len(re.findall(r"^\| (newline|quote|open bracket) ", figures["marks"], re.M)) == 3
+    assert figures["sample"].startswith("```text\ndef ") and figures["sample"].endswith("```\n")
+
+
+def test_language_model_prose_quotes_only_its_figures():
+    """What docs/language_model.md says around the figures example 11 writes is in them, so a new
+    run cannot leave stale prose behind unnoticed: every number with two decimals or more is in
+    the figures or in the page's code (its yardsticks, asserted), every piece of a sample that the
+    list "What it learned first" quotes is in the run's table."""
+    page = (ROOT / "docs" / "language_model.md").read_text()
+    figures = dict(FIGURES.findall(page))
+    code = "\n".join(re.findall(r"```python\n(.*?)```", page, re.S))
+    prose = FIGURES.sub("", re.sub(r"```.*?```", "", page, flags=re.S))
+    numbers = re.findall(r"(?<![\w.])\d\.\d{2,}(?![\w.])", prose)
+    assert len(numbers) >= 8
+    assert [n for n in numbers if n not in "\n".join(figures.values()) and n not in code] == []
+    learned = prose.split("What it learned first, in order:\n\n", 1)[1].split("\n\n", 1)[0]
+    quoted = re.findall(r"`([^`]+)`", learned)
+    assert len(quoted) > 8
+    assert [q for q in quoted if q not in figures["run"]] == []

@@ -104,6 +104,23 @@ def test_resume_is_exact_with_dropout_and_evaluations(corpus, tmp_path):
         np.testing.assert_array_equal(weights[1][name], value, err_msg=name)
 
 
+def test_evaluating_more_often_changes_nothing_else(corpus, tmp_path):
+    """docs/language_model.md's figures come from a run evaluated every 25 steps, not 250: the
+    evaluations and their samples draw nothing from the training's random streams (dropout's
+    included), so the losses, the weights and the final sample are those of the sparser run."""
+    flags = ["train", "text", "--file", str(corpus), "--steps", "12", "--dropout", "0.1", *TINY]
+    for every in (3, 12):
+        assert cli.main(flags + ["--eval-every", str(every), "--out", str(tmp_path / str(every))]) == 0
+    often, once = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("3", "12"))
+    assert often["val_step"] == [3, 6, 9, 12] and once["val_step"] == [12]
+    for key in ("loss", "grad_norm", "sample", "validation_loss"):
+        assert often[key] == once[key], key
+    weights = [checkpoint.load(tmp_path / d / "checkpoint.npz")[0] for d in ("3", "12")]
+    for name, value in weights[0].items():
+        if name.startswith("model/"):
+            np.testing.assert_array_equal(weights[1][name], value, err_msg=name)
+
+
 def test_a_bpe_run_saves_its_vocabulary(corpus, tmp_path, capsys):
     out = tmp_path / "bpe"
     assert cli.main(["train", "text", "--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "300",
