@@ -138,7 +138,11 @@ class Row:
 def format_table(rows: list[Row], sides: list[str]) -> str:
     """The rows as a Markdown table (it pastes into notes and issues as it is)."""
     head = ("workload", *(TITLES[s] for s in sides), "note")
-    body = [(r.workload, *(r.cells.get(s, "-") for s in sides), r.note) for r in rows]
+    return markdown(head, [(r.workload, *(r.cells.get(s, "-") for s in sides), r.note) for r in rows])
+
+
+def markdown(head: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
+    """A Markdown table of a header and lines of cells, each column as wide as its widest cell."""
     widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in (head, *body)]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")

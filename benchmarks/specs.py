@@ -73,12 +73,15 @@ def inputs(name: str, sizes: dict, dtype: type) -> dict[str, np.ndarray]:
             arrays[f"fc{i}.weight"] = rng.uniform(-bound, bound, (fan_in, fan_out))
             arrays[f"fc{i}.bias"] = rng.uniform(-bound, bound, fan_out)
     elif name == "chain":
-        arrays = {"x": rng.standard_normal((8, 8)), "w": 1 + 0.1 * rng.standard_normal((8, 8))}
+        shape = sizes.get("shape", (8, 8))      # benchmarks.gpu: (64, 64)
+        arrays = {"x": rng.standard_normal(shape), "w": 1 + 0.1 * rng.standard_normal(shape)}
     elif name in ("attention", "modern_attention"):
-        # modern_attention (benchmarks.modern): `kv_heads` key/value heads for `heads` query heads
+        # modern_attention (benchmarks.modern): `kv_heads` key/value heads for `heads` query heads;
+        # `batch` sequences (default 1)
         heads = {"q": sizes["heads"], "k": sizes.get("kv_heads", sizes["heads"])}
         heads.update(v=heads["k"], d_out=heads["q"])
-        arrays = {key: rng.standard_normal((1, h, sizes["n"], 64)) for key, h in heads.items()}
+        batch = sizes.get("batch", 1)
+        arrays = {key: rng.standard_normal((batch, h, sizes["n"], 64)) for key, h in heads.items()}
     elif name == "train":
         arrays = {"ids": rng.integers(0, sizes["vocab"], (sizes["batch"], sizes["seq"])),
                   "targets": rng.integers(0, sizes["vocab"], (sizes["batch"], sizes["seq"])),

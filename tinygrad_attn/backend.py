@@ -30,20 +30,38 @@ def xp_for(device: str) -> ModuleType:
     raise DeviceError(f"unknown device {device!r}: expected one of {DEVICES}")
 
 
+# Which CuPy wheel fits which CUDA: the version `nvidia-smi` prints is the newest the driver runs.
+_INSTALL_CUDA = ("pip install 'tinygrad_attn[cuda12]' for CUDA 12 or 'tinygrad_attn[cuda13]' for CUDA 13 "
+                "(the CUDA version nvidia-smi prints)")
+
+
 @functools.cache
 def _cupy() -> ModuleType:
     """CuPy, once it has imported and seen a GPU (kept after the first success; a failure is
-    not kept, so each later call raises again)."""
+    not kept, so each later call raises again). Every failure is a DeviceError of one line:
+    CuPy missing, CuPy installed but not loading (a wheel for another CUDA, no driver), or no GPU."""
     try:
         import cupy
     except ImportError as e:
-        raise DeviceError(
-            "device 'cuda' needs CuPy: pip install 'tinygrad_attn[cuda]'") from e
+        if isinstance(e, ModuleNotFoundError) and e.name == "cupy":
+            raise DeviceError(f"device 'cuda' needs CuPy, which is not installed: {_INSTALL_CUDA}") from None
+        raise DeviceError(f"device 'cuda': CuPy is installed but does not load ({_one_line(e)}); its wheel "
+                          f"must match the CUDA the driver runs: {_INSTALL_CUDA}") from e
     try:
-        cupy.cuda.runtime.getDeviceCount()
+        count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # CuPy raises its own runtime error when no driver or GPU is present
-        raise DeviceError(f"device 'cuda' has no usable GPU: {e}") from e
+        raise DeviceError(f"device 'cuda' has no usable GPU: {_one_line(e)}") from e
+    if count < 1:
+        raise DeviceError("device 'cuda' has no usable GPU: CuPy sees none")
     return cupy
+
+
+def _one_line(error: BaseException) -> str:
+    """The message of the error at the root of `error`'s chain (CuPy wraps the loader's own in a
+    framed page of advice), on one line."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def device_of(array: Any) -> str:

@@ -1,7 +1,8 @@
 """The sides of a comparison, one module each, every one run in its own process (``worker.py``).
 
 A side module defines ``build(name, sizes, dtype)``: a ``Bench`` for workload `name` built from
-``specs.inputs``, or None when the side does not implement it.
+``specs.inputs``, or None when the side does not implement it (ours and PyTorch's also take
+``device``: ``benchmarks.gpu`` builds them on the GPU, in one process).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ TITLES = {"ours": "tinygrad_attn", "torch": "PyTorch", "mygrad": "MyGrad", "nump
 
 @dataclass
 class Bench:
-    """A workload built on one side: `step` is what is timed; `results` runs the forward and
-    backward once from the initial state and gives the loss (or output) and every gradient as
-    float64 NumPy arrays by name, for the check (None: nothing to check, e.g. the GEMMs alone)."""
+    """A workload built on one side: `step` is what is timed (a train step's gives its loss, the
+    others' what they computed); `results` runs the forward and backward once from the initial
+    state and gives the loss (or output) and every gradient as float64 NumPy arrays by name, for
+    the check (None: nothing to check, e.g. the GEMMs alone)."""
 
     step: Callable[[], object]
     results: Callable[[], dict[str, np.ndarray]] | None

@@ -7,6 +7,7 @@ import numpy as np
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn import nn, optim
+from tinygrad_attn.backend import to_numpy, xp_for
 from tinygrad_attn.training.config import TrainConfig
 from tinygrad_attn.training.loop import TrainState, make_model
 from tinygrad_attn.training.tasks import IGNORE, get_task
@@ -29,12 +30,12 @@ class _MLP(nn.Module):
 
 def _results(loss: ta.Tensor, named: dict[str, ta.Tensor]) -> dict[str, np.ndarray]:
     return {"loss": loss.numpy().astype(np.float64),
-            **{name: np.asarray(p.grad, dtype=np.float64) for name, p in named.items()}}
+            **{name: to_numpy(p.grad).astype(np.float64) for name, p in named.items()}}
 
 
 def _trainer(model: nn.Module, loss_of, optimizer: optim.Optimizer, names: dict[str, str]) -> Bench:
-    """A Bench whose step is forward, loss, zero_grad, backward, optimizer step; `names` maps
-    the model's parameter names to the specs' names."""
+    """A Bench whose step is forward, loss, zero_grad, backward, optimizer step, and gives the
+    loss; `names` maps the model's parameter names to the specs' names."""
     params = dict(model.named_parameters())
 
     def results() -> dict[str, np.ndarray]:
@@ -43,11 +44,12 @@ def _trainer(model: nn.Module, loss_of, optimizer: optim.Optimizer, names: dict[
         loss.backward()
         return _results(loss, {spec: params[own] for own, spec in names.items()})
 
-    def step() -> None:
+    def step() -> ta.Tensor:
         loss = loss_of()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        return loss
     return Bench(step, results)
 
 
@@ -69,7 +71,9 @@ def _train_command_step(arch: str, batch_size: int) -> Bench:
     return Bench(step, None)
 
 
-def build(name: str, sizes: dict, dtype: type) -> Bench | None:
+def build(name: str, sizes: dict, dtype: type, device: str = "cpu") -> Bench | None:
+    """Workload `name` on `device` ("cuda": CuPy, for ``benchmarks.gpu``; train_command: the
+    CPU only)."""
     ta.set_default_dtype(dtype)
     if name == "train_command":
         return _train_command_step(sizes["arch"], sizes["batch"])
@@ -79,11 +83,13 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
         names = {f"layers.{i - 1}.{p}": f"fc{i}.{p}" for i in range(1, len(sizes["widths"]))
                  for p in ("weight", "bias")}
         model.load_state_dict({own: arrays[spec] for own, spec in names.items()})
-        x, labels = ta.Tensor(arrays["x"]), ta.Tensor(arrays["labels"])
+        model.to(device)
+        x, labels = ta.Tensor(arrays["x"], device=device), ta.Tensor(arrays["labels"], device=device)
         return _trainer(model, lambda: F.cross_entropy(model(x), labels),
                         optim.SGD(model.parameters(), lr=specs.LEARNING_RATE["mlp"]), names)
     if name == "chain":
-        x, w = ta.Tensor(arrays["x"], requires_grad=True), ta.Tensor(arrays["w"])
+        x = ta.Tensor(arrays["x"], requires_grad=True, device=device)
+        w = ta.Tensor(arrays["w"], device=device)
 
         def chain() -> ta.Tensor:
             x.zero_grad()
@@ -94,7 +100,8 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
             return y
         return Bench(chain, lambda: _results(chain(), {"x": x}))
     if name in ("attention", "modern_attention"):
-        leaves = {key: ta.Tensor(arrays[key], requires_grad=True) for key in ("q", "k", "v")}
+        leaves = {key: ta.Tensor(arrays[key], requires_grad=True, device=device) for key in ("q", "k", "v")}
+        d_out = xp_for(device).asarray(arrays["d_out"])
         kernel = F.flash_attention if sizes["kernel"] == "flash" else F.scaled_dot_product_attention
         options = {} if name == "attention" else {"enable_gqa": sizes["kv_heads"] != sizes["heads"],
                                                   "window": sizes.get("window")}
@@ -103,7 +110,7 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
             for t in leaves.values():
                 t.zero_grad()
             out = kernel(*leaves.values(), is_causal=True, **options)
-            out.backward(arrays["d_out"])
+            out.backward(d_out)
             return out
         return Bench(one_pass, lambda: _results(one_pass(), leaves))
     if name == "train":
@@ -112,7 +119,8 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
                                    max_len=sizes["seq"], d_ff=sizes["d_ff"])
         names = {own: own for own, _ in model.named_parameters()}
         model.load_state_dict({key: arrays[key] for key in names})
-        ids, targets = ta.Tensor(arrays["ids"]), ta.Tensor(arrays["targets"])
+        model.to(device)
+        ids, targets = ta.Tensor(arrays["ids"], device=device), ta.Tensor(arrays["targets"], device=device)
         return _trainer(model, lambda: F.cross_entropy(model(ids), targets),
                         optim.Adam(model.parameters(), lr=specs.LEARNING_RATE["train"]), names)
     return None

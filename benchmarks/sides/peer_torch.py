@@ -1,4 +1,5 @@
-"""PyTorch's side (CPU, eager), each workload written plainly as a PyTorch user would.
+"""PyTorch's side (eager; on the CPU, or a GPU for ``benchmarks.gpu``), each workload written
+plainly as a PyTorch user would.
 
 It is also the reference of the check: its float64 results are what every side must match.
 Weights come in tinygrad_attn's layout (a linear weight (in, out)) and are transposed into
@@ -65,7 +66,7 @@ class TinyTransformer(nn.Module):
         self.ln_f, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab_size)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1]))
+        x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -83,7 +84,8 @@ def _load(model: nn.Module, arrays: dict[str, np.ndarray], names: dict[str, str]
 
 def _results(loss: torch.Tensor, named: dict[str, torch.Tensor], transposed: set[str] = frozenset()):
     grads = {name: p.grad.T if name in transposed else p.grad for name, p in named.items()}
-    return {"loss": loss.detach().double().numpy(), **{n: g.double().numpy() for n, g in grads.items()}}
+    return {"loss": loss.detach().double().cpu().numpy(),
+            **{n: g.double().cpu().numpy() for n, g in grads.items()}}
 
 
 def _trainer(model: nn.Module, loss_of, optimizer: torch.optim.Optimizer, names: dict[str, str]) -> Bench:
@@ -97,15 +99,18 @@ def _trainer(model: nn.Module, loss_of, optimizer: torch.optim.Optimizer, names:
         loss.backward()
         return _results(loss, {spec: params[own] for own, spec in names.items()}, transposed)
 
-    def step() -> None:
+    def step() -> torch.Tensor:
         loss = loss_of()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        return loss
     return Bench(step, results)
 
 
-def build(name: str, sizes: dict, dtype: type) -> Bench | None:
+def build(name: str, sizes: dict, dtype: type, device: str = "cpu") -> Bench | None:
+    """Workload `name` on torch device `device`. Attention is the fused
+    scaled_dot_product_attention, or with ``sizes["kernel"] == "written"`` written out."""
     arrays = specs.inputs(name, sizes, dtype)
     torch_dtype = torch.float64 if dtype == np.float64 else torch.float32
     if name == "mlp":
@@ -117,11 +122,13 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
         names = {f"{2 * (i - 1)}.{p}": f"fc{i}.{p}"                  # Sequential's index → fc1, fc2, …
                  for i in range(1, len(widths)) for p in ("weight", "bias")}
         _load(model, arrays, names)
-        x, labels = torch.from_numpy(arrays["x"]), torch.from_numpy(arrays["labels"])
+        model.to(device)
+        x, labels = torch.from_numpy(arrays["x"]).to(device), torch.from_numpy(arrays["labels"]).to(device)
         return _trainer(model, lambda: F.cross_entropy(model(x), labels),
                         torch.optim.SGD(model.parameters(), lr=specs.LEARNING_RATE["mlp"]), names)
     if name == "chain":
-        x, w = torch.tensor(arrays["x"], requires_grad=True), torch.from_numpy(arrays["w"])
+        x = torch.tensor(arrays["x"], requires_grad=True, device=device)
+        w = torch.from_numpy(arrays["w"]).to(device)
 
         def chain() -> torch.Tensor:
             x.grad = None
@@ -132,24 +139,33 @@ def build(name: str, sizes: dict, dtype: type) -> Bench | None:
             return y
         return Bench(chain, lambda: _results(chain(), {"x": x}))
     if name == "attention" or (name == "modern_attention" and sizes.get("window") is None):
-        leaves = {key: torch.tensor(arrays[key], requires_grad=True) for key in ("q", "k", "v")}
-        d_out = torch.from_numpy(arrays["d_out"])
+        leaves = {key: torch.tensor(arrays[key], requires_grad=True, device=device)
+                  for key in ("q", "k", "v")}
+        d_out = torch.from_numpy(arrays["d_out"]).to(device)
         grouped = {"enable_gqa": True} if sizes.get("kv_heads", sizes["heads"]) != sizes["heads"] else {}
+        written = sizes.get("kernel") == "written"
+        if written:
+            causal = torch.ones(sizes["n"], sizes["n"], dtype=torch.bool, device=device).tril()
 
         def one_pass() -> torch.Tensor:
             for t in leaves.values():
                 t.grad = None
-            out = F.scaled_dot_product_attention(*leaves.values(), is_causal=True, **grouped)
+            if written:
+                out = math_attention(*leaves.values(), causal)
+            else:
+                out = F.scaled_dot_product_attention(*leaves.values(), is_causal=True, **grouped)
             out.backward(d_out)
             return out
         return Bench(one_pass, lambda: _results(one_pass(), leaves),
-                     note="fused scaled_dot_product_attention")
+                     note="written out: the (n, n) matrix held" if written
+                     else "fused scaled_dot_product_attention")
     if name == "train":
         model = TinyTransformer(sizes["vocab"], sizes["d_model"], sizes["heads"], sizes["layers"],
                                 sizes["seq"], sizes["d_ff"]).to(torch_dtype)
         names = {own: own for own, _ in model.named_parameters()}
         _load(model, arrays, names)
-        ids, targets = torch.from_numpy(arrays["ids"]), torch.from_numpy(arrays["targets"])
+        model.to(device)
+        ids, targets = (torch.from_numpy(arrays[key]).to(device) for key in ("ids", "targets"))
 
         def loss_of() -> torch.Tensor:
             logits = model(ids)

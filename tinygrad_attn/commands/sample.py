@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
 from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
@@ -80,6 +81,8 @@ def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
     if args.model is None and not (path / "config.json").is_file():
         model, _, _, task = load_run(path, args.device)
         return model, task
+    if args.device is not None:
+        xp_for(args.device)             # an unusable device is refused before the weights are read
     model, tokenizer = load_pretrained(path)
     if args.device is not None:
         model.to(args.device)
