@@ -148,3 +148,36 @@ def test_targets_edited_after_forward_change_no_gradient(loss, ignore_index):
         return x.grad
     np.testing.assert_array_equal(gradient(edit=True), gradient(edit=False))
     assert gradient(edit=False)[0, 0] < 0 and gradient(edit=False)[0, 2] >= 0     # target 0's slope
+
+
+def test_a_training_step_on_the_gpu_reads_nothing_back_to_the_host(strict_cuda):
+    """Forward, backward and an AdamW step of a TinyTransformer on "cuda" (the strict stand-in
+    counts every transfer): the in-place guard keeps versions there, not fingerprints, and the
+    ids' and targets' range checks use the values they had on the host."""
+    from strict_backend import TRANSFERS
+
+    ta.manual_seed(0)
+    model = nn.TinyTransformer(16, 32, 2, 2, 16).to("cuda")
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        ids = ta.Tensor(rng.integers(0, 16, (4, 8)), device="cuda")
+        targets = ta.Tensor(rng.integers(0, 16, (4, 8)), device="cuda")
+        TRANSFERS.clear()
+        loss = F.cross_entropy(model(ids), targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        assert [t for t in TRANSFERS if t[0] == "to_host"] == []
+    with pytest.raises(IndexError, match="id 16 is out of range for 16 embeddings"):
+        model(ta.Tensor(np.array([[1, 16]]), device="cuda"))           # still checked, then named
+
+
+def test_an_optimizer_step_between_two_passes_is_caught_on_the_gpu_by_version(strict_cuda):
+    w = ta.Tensor(np.ones((3, 2), np.float32), requires_grad=True, device="cuda")
+    x = ta.Tensor(np.ones((4, 3), np.float32), requires_grad=True, device="cuda")
+    loss = (x @ w).sum()
+    loss.backward()
+    optim.SGD([w], lr=0.1).step()
+    with pytest.raises(RuntimeError, match=r"^matmul: input 1 \(leaf\) of shape \(3, 2\) was changed"):
+        loss.backward()

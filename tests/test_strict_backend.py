@@ -103,6 +103,10 @@ def test_embedding_checks_ids_without_copying_them_to_the_host(strict_cuda):
         nn.Embedding(10, 3)(ids)
     TRANSFERS.clear()
     emb(ids)
+    assert not [t for t in TRANSFERS if t[0] == "to_host"]      # ids from the host: checked there
+    made_on_device = ta.Tensor(ids.data % 10, device="cuda")   # no host values: checked on the device
+    TRANSFERS.clear()
+    emb(made_on_device)
     assert sum(1 for kind, _ in TRANSFERS if kind == "to_host") == 1    # the one range check
 
 

@@ -188,7 +188,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
         raise ShapeError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{logits.shape[:-1]}, got {targets.shape}")
     classes = logits_shape[-1]
-    bad = first_out_of_range(targets.data, classes, ignore_index)     # checked on the device
+    bad = first_out_of_range(targets.data, classes, ignore_index, targets.host_values)
     if bad is not None:
         raise ValueError(f"cross_entropy: target {bad} is out of range for "
                          f"{classes} classes" + ("" if ignore_index is None
@@ -649,7 +649,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: in
     if targets.dtype.kind not in "iu" or log_probs.ndim < 1 or targets.shape != log_probs.shape[:-1]:
         raise ShapeError(f"nll_loss: log_probs {log_probs.shape} need integer targets of shape "
                          f"{log_probs.shape[:-1]}, got {targets.dtype} {targets.shape}")
-    bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index)
+    bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index, targets.host_values)
     if bad is not None:
         raise ValueError(f"nll_loss: target {bad} is out of range for {log_probs.shape[-1]} classes")
     weights = () if weight is None else (weight,)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .backend import array_module, to_device, to_numpy
+from .guards import inplace
 from .tensor import Tensor
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "clip_grad_norm", "warmup_cosine"]
@@ -58,6 +59,7 @@ class Optimizer:
         for p, buffers in zip(self.params, self.buffers):
             if p.grad is not None:
                 self._update(p, p.grad, buffers)
+                inplace.bump(p.data)    # a graph that saved p refuses its backward from now on
 
     def _update(self, p: Tensor, grad: Any, buffers: dict[str, Any]) -> None:
         raise NotImplementedError

@@ -53,7 +53,7 @@ class Tensor(TensorMethods):
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("data", "_grad", "requires_grad", "op", "name", "node", "__weakref__")
+    __slots__ = ("data", "_grad", "requires_grad", "op", "name", "node", "host_values", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -61,7 +61,12 @@ class Tensor(TensorMethods):
         xp = xp_for(device)
         if isinstance(data, Tensor):
             data = data.data
+        # Integers moved from the host to a device (ids, targets) keep their distinct values, read
+        # on the host, so that a range check needs nothing read back from the device.
+        self.host_values = None
         if device_of(data) != device:
+            if device != "cpu" and getattr(data, "dtype", np.dtype("O")).kind in "iu":
+                self.host_values = np.unique(data)
             data = to_device(data, device) if hasattr(data, "dtype") else data
         is_python = not hasattr(data, "dtype")
         array = _checked_array(xp, data, dtype)
@@ -77,7 +82,7 @@ class Tensor(TensorMethods):
         """A tensor around an op's result array, without the constructor's copy and checks."""
         t = cls.__new__(cls)
         t.data, t._grad, t.requires_grad = data, None, node is not None
-        t.op, t.name, t.node = op, None, node
+        t.op, t.name, t.node, t.host_values = op, None, node, None
         return t
 
     # ----- properties -----

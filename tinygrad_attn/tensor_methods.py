@@ -652,7 +652,7 @@ class TensorMethods:
         if self.dtype.kind not in "iu":
             raise TypeError(f"one_hot: needs integer class ids, got dtype {self.dtype}")
         classes = int(self.data.max()) + 1 if num_classes == -1 and self.data.size else max(num_classes, 0)
-        bad = first_out_of_range(self.data, classes)
+        bad = first_out_of_range(self.data, classes, host_values=self.host_values)
         if bad is not None:
             raise ValueError(f"one_hot: class {bad} is out of range for {classes} classes")
         return _constant("one_hot", lambda xp, a: (a[..., None] == xp.arange(classes)).astype(xp.int64), self)

@@ -1,23 +1,28 @@
-"""Catching in-place edits of the arrays that a backward pass will read.
+"""Catching in-place edits of the arrays that a backward pass will read, without waiting for the
+device.
 
-NumPy cannot intercept a write such as ``x.data[0] = 5``, so the engine fingerprints, when it
-records a node, each array that the op saved for backward and that a user can reach: an input's
-or the output's ``.data``. Backward recomputes the fingerprints first and refuses to run a node
-whose arrays changed (PyTorch's version-counter check, done by content).
+When the engine records a node, each array the op saved for backward that a user can reach (an
+input's or the output's ``.data``) is watched; backward refuses to run a node whose arrays
+changed since (PyTorch's version-counter check). How an array is watched depends on where it lives:
 
-The fingerprint of a NumPy array of up to 64 KiB is a copy of its bytes: exact, and cheaper than
-the sum below at those sizes (a reduction costs about 0.9 µs before it reads anything: 0.1
-against 0.95 µs at 5 KiB, 0.4 against 1.4 at 32 KiB), for at most 64 KiB kept per saved array. Of
-a larger or a CuPy array it is the wrapping integer sum of its bit patterns in its own width: any
-change to one element, even of one bit, NaN included, changes it. The sum costs one read of the
-array, about 0.4 of an elementwise op on it, keeps nothing, and on the GPU stays on the device
-until backward compares it. An array saved by two ops (tanh's output, then
-the next mul's input) is fingerprinted once at forward and read once per backward pass.
+- A NumPy array (the CPU) is fingerprinted, because NumPy cannot intercept a write such as
+  ``x.data[0] = 5``: a copy of its bytes up to 64 KiB (exact; a reduction costs more than the copy
+  at those sizes), else the wrapping integer sum of its bits as 64-bit words (as words of its
+  itemsize when its bytes do not split into words), which any change to one element, even of one
+  bit, NaN included, changes. Backward fingerprints it again and compares.
+- Any other array (CuPy's, on the GPU) carries a version instead: a count that the library's own
+  in-place writers raise (``bump``: every optimizer's step, a gradient check's nudges), compared at
+  backward as a Python number. Nothing is read back from the device, so a step never waits for it.
+  A write straight into a CuPy array's memory (``x.data[0] = 5``) is not seen there, as an edit
+  through PyTorch's ``.data`` is not.
 
-Limits: a large array edited in a way that keeps the sum (two elements swapped) goes unseen;
-private residuals (softmax probabilities) are not fingerprinted. Index arrays (getitem's,
-an embedding's ids) are not watched but copied when the op runs, so editing them afterwards
-changes no gradient.
+An array saved by two ops (tanh's output, then the next mul's input) is watched once at forward
+and checked once per backward pass.
+
+Limits: a large NumPy array edited in a way that keeps the sum of its words (two elements
+swapped) goes unseen; private residuals (softmax probabilities) are not watched. Index arrays
+(getitem's, an embedding's ids) are not watched but copied when the op runs, so editing them
+afterwards changes no gradient.
 """
 
 from __future__ import annotations
@@ -33,32 +38,53 @@ if TYPE_CHECKING:
     from ..engine import Node
     from ..tensor import Tensor
 
-__all__ = ["check_unchanged", "fingerprint", "watch"]
+__all__ = ["bump", "check_unchanged", "fingerprint", "version", "watch"]
 
 
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
+_WORD = np.dtype(np.uint64)
 _SMALL_BYTES = 64 * 1024     # up to this size, a copy of the bytes
+_versions: dict[int, int] = {}  # id of an array that owns its memory → times the library wrote it
 
 
-def fingerprint(array: Any) -> Any:
-    """The bytes of a small plain NumPy array (an ndarray, not a subclass), or of a NumPy array
-    whose itemsize no unsigned integer has (a longdouble's 16); else Σ of its bits as unsigned ints
-    of its itemsize, modulo 2^(8·itemsize). (Tensors hold plain ndarrays.)"""
-    if type(array) is np.ndarray and array.nbytes <= _SMALL_BYTES:     # first: the cheapest test
+def fingerprint(array: np.ndarray) -> Any:
+    """The bytes of a small NumPy array (or of one whose itemsize no unsigned integer has: a
+    longdouble's 16); else Σ of its bits as unsigned 64-bit words (as unsigned integers of its
+    itemsize where its bytes are not contiguous words), modulo 2^64."""
+    if array.nbytes <= _SMALL_BYTES or array.dtype.itemsize not in _UNSIGNED:
         return array.tobytes()
-    unsigned = _UNSIGNED.get(array.dtype.itemsize)
-    if unsigned is None and isinstance(array, np.ndarray):
-        return array.tobytes()
+    if array.flags.c_contiguous and array.nbytes % 8 == 0:
+        return array.reshape(-1).view(_WORD).sum(dtype=_WORD)
+    unsigned = _UNSIGNED[array.dtype.itemsize]
     return array.view(unsigned).sum(dtype=unsigned)
 
 
+def _owner(array: Any) -> Any:
+    """The array that owns `array`'s memory (a view's base, its base's base, …)."""
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
+
+
+def version(array: Any) -> int:
+    """How many times the library wrote into `array`'s memory in place (``bump``)."""
+    return _versions.get(id(_owner(array)), 0)
+
+
+def bump(array: Any) -> None:
+    """Note that the library wrote into `array` in place (an optimizer's step): a graph that saved
+    it before refuses its backward, also on a device whose arrays are not fingerprinted."""
+    key = id(_owner(array))
+    _versions[key] = _versions.get(key, 0) + 1
+
+
 def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:
-    """(input index or None for the output, array, fingerprint) for each saved array that is an
-    input's or the output's data, each array once.
+    """(input index or None for the output, array, its fingerprint or ("version", n)) for each saved
+    array that is an input's or the output's data, each array once.
 
     An input's array that the op which made it saved as its output (tanh's output read again by
-    the next mul) keeps that op's fingerprint: an edit in between is caught at that op's node
-    either way, and the array is read once instead of twice.
+    the next mul) keeps that op's record: an edit in between is caught at that op's node either
+    way, and the array is read once instead of twice.
     """
     watched: list[tuple[int | None, Any, Any]] = []
     for array in saved.values():
@@ -80,12 +106,11 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
             if seen is array:
                 break                       # saved twice (x * x): watched once
         else:
-            # fingerprint(array) with its commonest case inline, as are the input lookup here and
-            # the bytes comparison in check_unchanged: 0.3 µs of a 7.6 µs chain op (200 small
-            # ops; own time of the two functions, interleaved with the plain calls in one process)
-            if then is None:
-                then = array.tobytes() if type(array) is np.ndarray and array.nbytes <= _SMALL_BYTES \
-                    else fingerprint(array)
+            if then is None:                # the commonest case first, inline: a small NumPy array
+                if type(array) is np.ndarray:
+                    then = array.tobytes() if array.nbytes <= _SMALL_BYTES else fingerprint(array)
+                else:
+                    then = ("version", version(array))
             watched.append((index, array, then))
     return tuple(watched)
 
@@ -101,8 +126,13 @@ def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
         key = id(array)
         if key in verified:
             continue
-        now = array.tobytes() if type(then) is bytes and type(array) is np.ndarray else fingerprint(array)
-        if now != then:                     # bytes, or a NumPy or CuPy sum (one number read back)
+        if type(then) is bytes:
+            now: Any = array.tobytes()
+        elif type(then) is tuple:
+            now = ("version", version(array))
+        else:
+            now = fingerprint(array)
+        if now != then:
             _refuse(node, output, index, array)
         verified.add(key)
 

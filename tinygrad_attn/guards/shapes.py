@@ -130,12 +130,15 @@ def check_stack(shapes: Sequence[Shape]) -> None:
         raise ShapeError(f"stack: all shapes must be equal, got {list(shapes)}")
 
 
-def first_out_of_range(ids: Any, n: int, ignore: int | None = None) -> Any:
+def first_out_of_range(ids: Any, n: int, ignore: int | None = None, host_values: Any = None) -> Any:
     """The first id in `ids` (integers on either device) outside [0, n), `ignore` excepted, or None.
 
-    One pass over the ids on their own device and one boolean read back; the ids come to the
-    host only when one is out of range, to name it.
+    With `host_values` (the distinct ids, known on the host: ``Tensor.host_values``) in range,
+    nothing is read from the device. Else one pass over the ids on their own device and one boolean read
+    back; the ids come to the host only when one is out of range, to name it.
     """
+    if host_values is not None and all(0 <= v < n or v == ignore for v in host_values.tolist()):
+        return None
     bad = (ids < 0) | (ids >= n)
     if ignore is not None:
         bad &= ids != ignore

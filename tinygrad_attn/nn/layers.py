@@ -67,7 +67,8 @@ class Embedding(Module):
             raise DeviceError(f"Embedding: ids are on {ids.device} but the weight is on "
                               f"{self.weight.device}; move them with .to()")
         n = self.weight.shape[0]
-        bad = first_out_of_range(ids.data, n)   # checked here: CuPy would wrap a bad id silently
+        # checked here (CuPy would wrap a bad id silently), on the host when the ids came from there
+        bad = first_out_of_range(ids.data, n, host_values=ids.host_values)
         if bad is not None:
             raise IndexError(f"Embedding: id {bad} is out of range for {n} embeddings")
         # The ids are checked: the lookup is GetItem itself, without Tensor.__getitem__'s second

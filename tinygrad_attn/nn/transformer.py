@@ -226,7 +226,9 @@ class TinyTransformer(Module):
         positions start … start + seq − 1 with learned positions (RoPE acts inside attention)."""
         x = self.tok_emb(ids)                                           # (B, T, D)
         if self.pos_emb is not None:
-            x = x + self.pos_emb(xp_for(self.head.weight.device).arange(start, start + ids.shape[1]))
+            # made on the host: the embedding's range check then reads nothing back from a device
+            positions = Tensor(np.arange(start, start + ids.shape[1]), device=self.head.weight.device)
+            x = x + self.pos_emb(positions)
         x.name = "X"
         return x
 
