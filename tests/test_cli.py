@@ -16,6 +16,25 @@ def test_help_flag():
     assert "usage: tinygrad-attn" in out and "COMMAND" in out
 
 
+def test_the_installed_script_is_the_command_line_itself():
+    """pyproject.toml's [project.scripts] names commands.cli.main, which the script's wrapper calls
+    as pip writes it (import the module, exit with main()); nothing runs before it."""
+    from pathlib import Path
+
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")            # Python 3.11+
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"tinygrad-attn": "tinygrad_attn.commands.cli:main"}
+    module, function = scripts["tinygrad-attn"].split(":")
+    wrapper = f"import sys; from {module} import {function}; sys.exit({function}())"
+    out = subprocess.run([sys.executable, "-c", wrapper, "--help"], capture_output=True, text=True,
+                         check=True, cwd=root).stdout
+    assert out.startswith("usage: tinygrad-attn")
+
+
 def test_ops_doc_is_the_current_registry_table():
     from pathlib import Path
 

@@ -24,9 +24,8 @@ ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
 LAYERS = (
-    ("errors", "files", "labels", "thread_switch", "float_errors", "startup_interrupt"),
-                                    # exceptions, atomic files, names, switches, NumPy's float errors,
-                                    # threads over the batch, Ctrl-C while `python -m` loads the package
+    ("errors", "files", "labels", "thread_switch", "float_errors"),
+                                    # exceptions, atomic files, names, switches, NumPy's float errors
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks
@@ -207,6 +206,22 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
                      "tensor": {"ops", "ops.base"}}
     assert upward_imports(graph) == ["ops.base (ops layer) imports tensor (tensor layer)"]
     assert cycles(graph) == [["ops", "ops.base", "tensor"]]
+
+
+def drawn_layers(page: Path, heading: str) -> list[tuple[str, ...]]:
+    """The layers as the indented diagram under `heading` draws them: groups split by →, names by
+    commas, a folder's slash dropped (``ops/`` is ops)."""
+    section = page.read_text().split(heading, 1)[1]
+    diagram = next(block for block in section.split("\n\n") if block.startswith("    "))
+    return [tuple(name.strip().rstrip("/") for name in group.split(","))
+            for group in " ".join(diagram.split()).split("→")]
+
+
+@pytest.mark.parametrize("page, heading", [("CONTRIBUTING.md", "## The layers"),
+                                           ("docs/architecture.md", "## Layout")])
+def test_the_docs_draw_the_layers_this_test_checks(page, heading):
+    expected = [tuple("__init__" if name == ROOT else name for name in group) for group in LAYERS]
+    assert drawn_layers(PACKAGE.parent / page, heading) == expected
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():
