@@ -38,7 +38,7 @@ LAYERS = (
     ("creation", "functional"),
     ("gradcheck", "nn", "optim"),
     ("viz", "training"),        # seeing backprop; training on the toy tasks
-    ("pretrained",),            # Hugging Face folders and our runs, loaded and saved
+    ("pretrained", "exercises"),  # Hugging Face folders and our runs, loaded and saved; the exercises checked
     ("commands",),
     (ROOT, "__main__"),         # the front door: ``import tinygrad_attn``, ``python -m``
 )
