@@ -15,6 +15,7 @@ hints only and are left out; an import inside a function counts):
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,33 @@ def drawn_layers(page: Path, heading: str) -> list[tuple[str, ...]]:
 def test_the_docs_draw_the_layers_this_test_checks(page, heading):
     expected = [tuple("__init__" if name == ROOT else name for name in group) for group in LAYERS]
     assert drawn_layers(PACKAGE.parent / page, heading) == expected
+
+
+def contributing_rule_for_ops() -> tuple[set[str], set[str]]:
+    """(below, never): the layers below ops that CONTRIBUTING.md says an ops module may import from,
+    and those it says it never imports from, read from its sentence "An ops module imports only
+    from `ops/` (…) and from the layers below it (…), never from … or from a layer above"."""
+    text = " ".join((PACKAGE.parent / "CONTRIBUTING.md").read_text().split())
+    rule = text[text.index("An ops module imports only from `ops/`"):]
+    below = rule[rule.index("and from the layers below it"):rule.index(", never from ")]
+    never = rule[rule.index(", never from "):rule.index(" or from a layer above")]
+    names = lambda part: {n.rstrip("/") for n in re.findall(r"`([\w/]+)`", part)}
+    return names(below), names(never)
+
+
+# Ops modules that still import kernels/ while the kernels are being moved out of ops/ (the lead's
+# rewrite of attention, flash, softmax, norm, matmul): strict, so each fails once it no longer does.
+KERNELS_MOVING_OUT = {"ops.attention", "ops.flash", "ops.matmul", "ops.norm", "ops.softmax"}
+
+
+@pytest.mark.parametrize("module", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="imports kernels/ until the rewrite lands"))
+    if n in KERNELS_MOVING_OUT else n for n in sorted(GRAPH) if n == "ops" or n.startswith("ops.")])
+def test_an_ops_module_imports_what_contributing_says(module):
+    below, never = contributing_rule_for_ops()
+    assert never == {"kernels"} and below and all(LAYER_OF[name] < LAYER_OF["ops"] for name in below), below
+    outside = {name for name in GRAPH[module] if name.split(".")[0] != "ops"}
+    assert {name for name in outside if name.split(".")[0] not in below} == set()
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():
