@@ -82,8 +82,8 @@ def _llama(params: set[str], layers: int) -> list[Link]:
         for theirs, ours in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"),
                              ("o_proj", "out_proj")):
             out += _linear(f"{h}.self_attn.{theirs}", f"{b}.attn.{ours}", has(f"{b}.attn.{ours}.bias"))
-        for theirs, ours in (("gate_proj", "w1"), ("up_proj", "w3"), ("down_proj", "w2")):
-            out += _linear(f"{h}.mlp.{theirs}", f"{b}.mlp.{ours}", has(f"{b}.mlp.{ours}.bias"))
+        for name in ("gate_proj", "up_proj", "down_proj"):                 # SwiGLU's names are theirs
+            out += _linear(f"{h}.mlp.{name}", f"{b}.mlp.{name}", has(f"{b}.mlp.{name}.bias"))
     return out + [Link("model.norm.weight", ("ln_f.weight",))]
 
 
