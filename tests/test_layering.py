@@ -36,7 +36,7 @@ LAYERS = (
     ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point
     ("tensor_methods",),        # the Tensor methods that forward to ops
     ("tensor",),
-    ("creation", "functional"),
+    ("creation", "functional_arguments", "functional_extras", "functional"),   # F: the core, the rest
     ("gradcheck", "nn", "optim"),
     ("viz", "training"),        # seeing backprop; training on the toy tasks
     ("pretrained", "exercises"),  # Hugging Face folders and our runs, loaded and saved; the exercises checked
