@@ -88,10 +88,10 @@ def _element_weight(op: str, name: str, weight: Any, x: Tensor) -> Tensor | None
 
 def _present(*inputs: Tensor | None) -> tuple[Tensor | None, ...]:
     """The inputs without the trailing Nones (an optional weight left out when not given)."""
-    inputs = list(inputs)
-    while inputs and inputs[-1] is None:
-        inputs.pop()
-    return tuple(inputs)
+    kept = list(inputs)
+    while kept and kept[-1] is None:
+        kept.pop()
+    return tuple(kept)
 
 
 def binary_cross_entropy(probs: Tensor, target: Any, weight: Any = None, *,

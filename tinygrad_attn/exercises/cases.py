@@ -14,6 +14,7 @@ gradients; the online-softmax update with the whole-row softmax.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +107,8 @@ def backward_cases(exercise: Exercise) -> list[CheckCase]:
     gives the op's output and its gradients for a fixed random cotangent, which the parent
     compares with the same from ``exercise.reference``."""
     rng = np.random.default_rng(0)
+    reference = exercise.reference
+    assert reference is not None, exercise.attribute           # every backward exercise has one
     cases = []
     for number, (description, case) in enumerate(exercise.cases):
         arrays = [x.data for x in case_inputs(case, rng)]
@@ -117,9 +120,8 @@ def backward_cases(exercise: Exercise) -> list[CheckCase]:
                 return problem, {}
             return None, _output_and_gradients(exercise, lambda *xs, **p: apply(op, *xs, **p), arrays, case,
                                                number)
-        cases.append(CheckCase(f"{description}; inputs {shapes}", run,
-                               lambda arrays=arrays, case=case, number=number: _output_and_gradients(
-                                   exercise, exercise.reference, arrays, case, number)))
+        cases.append(CheckCase(f"{description}; inputs {shapes}", run, functools.partial(
+            _output_and_gradients, exercise, reference, arrays, case, number)))
     return cases
 
 
@@ -163,9 +165,11 @@ _OPERATIONS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lamb
                "tanh": lambda a, _: a.tanh(), "exp": lambda a, _: (a * 0.3).exp()}
 
 
-def _random_expression(leaves: list, rng: random.Random, n_ops: int) -> Any:
-    """An expression of `n_ops` random operations over `leaves`, reusing earlier results (so some
-    values have several consumers), from objects that support + − * tanh exp (Values or Tensors)."""
+def _random_expression(leaves: list, seed: int, n_ops: int = 8) -> Any:
+    """An expression of `n_ops` random operations over `leaves` (the same for one `seed`), reusing
+    earlier results (so some values have several consumers), from objects that support + − * tanh
+    exp (Values or Tensors)."""
+    rng = random.Random(seed)
     pool = list(leaves)
     for _ in range(n_ops):
         a, b = rng.choice(pool), rng.choice(pool)
@@ -221,7 +225,7 @@ def scalar_engine_cases() -> list[CheckCase]:
     return [case("L = a · b + a: a is used twice, so its gradients add (b + 1)",
                  lambda v: v[0] * v[1] + v[0], 0),
             *(case(f"random expression {seed} of 8 operations over a, b, c, some results used twice",
-                   lambda v, seed=seed: _random_expression(v, random.Random(seed), 8), seed)
+                   functools.partial(_random_expression, seed=seed), seed)
               for seed in range(1, 6)),
             CheckCase("a chain 3,000 operations deep (a recursive toposort hits Python's recursion limit)",
                       deep, lambda: {"grads": np.array([1.0])}, rtol=0.0, atol=0.0)]
@@ -356,8 +360,8 @@ def attention_by_blocks(update: Callable, scores: np.ndarray, values: np.ndarray
 def online_softmax_cases() -> list[CheckCase]:
     """O and L from the learner's `update` against the whole-row softmax."""
     return [CheckCase(f"{description}; scores {scores.shape}, values {values.shape}",
-                      lambda update, s=scores, v=values, b=block_size: _check_online(update, s, v, b),
-                      lambda s=scores, v=values: _whole_row_softmax(s, v), rtol=1e-9, atol=1e-12)
+                      functools.partial(_check_online, scores=scores, values=values, block_size=block_size),
+                      functools.partial(_whole_row_softmax, scores, values), rtol=1e-9, atol=1e-12)
             for description, scores, values, block_size in _online_inputs()]
 
 

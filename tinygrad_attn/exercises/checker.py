@@ -109,6 +109,7 @@ def check_file(path: Path, timeout: float = 30.0) -> Outcome:
     finally:
         os.close(report_write)
     report = _Drain(report_read, _KEPT_REPORT)
+    assert child.stdout is not None                                     # stdout=PIPE above
     output = _Drain(os.dup(child.stdout.fileno()), _KEPT_OUTPUT * 4)
     child.stdout.close()
     report.start()

@@ -26,6 +26,8 @@ __all__ = ["describe_error", "encode_results", "error_message", "failing_functio
 def load(path: Path) -> ModuleType:
     """Import the learner's file as a fresh module (it is their own code)."""
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path.name} is not a Python file that can be imported")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -61,8 +63,9 @@ def failing_function(error: BaseException, path: Path) -> str:
     frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == path]
     if not frames:
         return "your code"
-    qualified = _qualified_names(path).get(frames[-1].lineno, frames[-1].name)
-    return f"{qualified} (line {frames[-1].lineno})"
+    line = frames[-1].lineno or 0
+    qualified = _qualified_names(path).get(line, frames[-1].name)
+    return f"{qualified} (line {line})"
 
 
 def _qualified_names(path: Path) -> dict[int, str]:

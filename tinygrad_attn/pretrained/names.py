@@ -100,6 +100,7 @@ def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tup
     options its config gives (``configs.options_from_config``), before any model is built: the
     weight files' headers are checked against it. The LM head only when it is not tied."""
     v, d, ff, layers = options["vocab_size"], options["d_model"], options["d_ff"], options["num_layers"]
+    out: dict[str, tuple[int, ...]]
     if model_type == "gpt2":
         out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (options["max_len"], d)}
         for i in range(layers):
