@@ -4,7 +4,7 @@ Flash attention folds the keys in block by block, keeping per query row a runnin
 l = Σ exp(s − m) and a = Σ exp(s − m) v over the keys seen so far (docs/flash_attention.md,
 "The online softmax"). The checker starts from m = −inf, l = 0, a = 0, calls `online_update`
 once per block, then compares O = a / l and L = m + log l with softmax computed whole
-(`attention_by_blocks` in tinygrad_attn/commands/exercises.py runs the loop). Masked scores are
+(`attention_by_blocks` in tinygrad_attn/exercises/cases.py runs the loop). Masked scores are
 −inf; a row may have seen only masked keys so far, and exp(−inf − (−inf)) is NaN.
 
 Check: python -m tinygrad_attn check exercises/04_online_softmax.py

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 import types
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,9 @@ def _unwrap(x: Any, where: str, host_ok: bool = False) -> Any:
     if isinstance(x, (list, tuple)):
         return type(x)(_unwrap(i, where, host_ok) for i in x)
     return x
+
+
+_OWNERS: weakref.WeakValueDictionary[int, StrictArray] = weakref.WeakValueDictionary()
 
 
 def _wrap(x: Any) -> Any:
@@ -127,11 +131,13 @@ class StrictArray:
     """A device array: a NumPy array inside, refusing implicit host conversion."""
 
     __module__ = "cupy.strict"   # backend.device_of tells devices by the array type's module
-    __slots__ = ("_a", "__weakref__")
+    __slots__ = ("_a", "_base", "__weakref__")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, a: np.ndarray):
-        self._a = a
+        self._a, self._base = a, None
+        if a.base is None:
+            _OWNERS[id(a)] = self           # a view's .base finds this object, as CuPy's does
 
     # ----- what CuPy refuses -----
     def __array__(self, *args: Any, **kwargs: Any):
@@ -193,7 +199,18 @@ class StrictArray:
     strides = property(lambda self: self._a.strides)
     T = property(lambda self: StrictArray(self._a.T))
     flags = property(lambda self: _Flags(self._a))
-    base = property(lambda self: None if self._a.base is None else StrictArray(self._a.base))
+
+    @property
+    def base(self) -> StrictArray | None:
+        """The array that owns this view's memory: one object, the same on every read (CuPy's
+        views hold their base), the very array the memory was made as while that one lives."""
+        if self._a.base is None:
+            return None
+        if self._base is None:
+            owner = _OWNERS.get(id(self._a.base))
+            alive = owner is not None and owner._a is self._a.base
+            self._base = owner if alive else StrictArray(self._a.base)
+        return self._base
 
     def __len__(self) -> int:
         return len(self._a)

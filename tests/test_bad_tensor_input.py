@@ -94,6 +94,22 @@ def test_axes_that_are_not_integers_are_type_errors(axis):
         ta.Tensor(np.zeros((2, 3))).sum(axis=axis)
 
 
+@pytest.mark.parametrize("name, call", [("softmax", lambda t: F.softmax(t, None)),
+                                        ("cumsum", lambda t: t.cumsum(None)),
+                                        ("unsqueeze", lambda t: t.unsqueeze(None))])
+def test_a_one_axis_argument_of_none_is_a_type_error_naming_the_op(name, call):
+    """None means every axis to a reduction; where one axis is needed it is refused by name."""
+    with pytest.raises(TypeError, match=rf"^{name}: axis must be one int, got None$"):
+        call(ta.Tensor(np.zeros((2, 3))))
+
+
+@pytest.mark.parametrize("split_size", [True, 2.5, "2", [2, 1.5]])
+def test_split_sizes_that_are_not_ints_are_type_errors(split_size):
+    with pytest.raises(TypeError, match=r"^split: split_size must be an int \(each piece's size\) or a "
+                                        r"sequence of ints \(the sizes\), got "):
+        ta.Tensor(np.zeros((4, 3))).split(split_size)
+
+
 # ----- attention dtypes -----
 @pytest.mark.parametrize("attention", [F.scaled_dot_product_attention, F.flash_attention])
 @pytest.mark.parametrize("which", ["q", "k", "v"])

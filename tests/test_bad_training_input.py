@@ -598,7 +598,7 @@ def test_running_out_of_memory_in_a_step_names_the_batch_and_keeps_an_exact_resu
 def test_check_of_a_missing_file_says_there_is_no_such_file(tmp_path, capsys):
     missing = tmp_path / "01_softmax_backward.py"
     assert cli.main(["check", str(missing)]) == 2
-    from tinygrad_attn.commands.check import EXERCISES
+    from tinygrad_attn.exercises.cases import EXERCISES
 
     assert capsys.readouterr().err == (f"check: {missing}: no such file; the exercises are "
                                        f"exercises/NN_name.py with name one of: {', '.join(EXERCISES)}\n")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tinygrad_attn.commands import check as check_command
-from tinygrad_attn.commands.check import find_exercise, verdict
 from tinygrad_attn.commands.cli import main
-from tinygrad_attn.commands.exercises import run_child
+from tinygrad_attn.exercises import checker
+from tinygrad_attn.exercises.checker import find_exercise, verdict
+from tinygrad_attn.exercises.child import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = sorted((ROOT / "exercises").glob("[0-9][0-9]_*.py"))
@@ -195,7 +195,7 @@ def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path, capsys):
 
 
 def test_a_child_that_does_not_start_in_time_is_not_blamed_on_the_solution(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(check_command, "STARTUP_LIMIT", 0.0)      # no Python starts in no time
+    monkeypatch.setattr(checker, "STARTUP_LIMIT", 0.0)      # no Python starts in no time
     path = planted(tmp_path, "01_softmax_backward.py", SOFTMAX_BODY, SOFTMAX_BODY)
     code, out = check_in_child(path, capsys)
     assert code == 1

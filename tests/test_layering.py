@@ -15,6 +15,7 @@ hints only and are left out; an import inside a function counts):
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,8 @@ ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
 LAYERS = (
-    ("errors", "files", "labels", "thread_switch", "float_errors", "startup_interrupt"),
-                                    # exceptions, atomic files, names, switches, NumPy's float errors,
-                                    # threads over the batch, Ctrl-C while `python -m` loads the package
+    ("errors", "files", "labels", "thread_switch", "float_errors"),
+                                    # exceptions, atomic files, names, switches, NumPy's float errors
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks
@@ -36,10 +36,10 @@ LAYERS = (
     ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point
     ("tensor_methods",),        # the Tensor methods that forward to ops
     ("tensor",),
-    ("creation", "functional"),
+    ("creation", "functional_arguments", "functional_extras", "functional"),   # F: the core, the rest
     ("gradcheck", "nn", "optim"),
     ("viz", "training"),        # seeing backprop; training on the toy tasks
-    ("pretrained",),            # Hugging Face folders and our runs, loaded and saved
+    ("pretrained", "exercises"),  # Hugging Face folders and our runs, loaded and saved; the exercises checked
     ("commands",),
     (ROOT, "__main__"),         # the front door: ``import tinygrad_attn``, ``python -m``
 )
@@ -207,6 +207,44 @@ def test_the_checks_find_an_upward_import_and_a_cycle(tmp_path):
                      "tensor": {"ops", "ops.base"}}
     assert upward_imports(graph) == ["ops.base (ops layer) imports tensor (tensor layer)"]
     assert cycles(graph) == [["ops", "ops.base", "tensor"]]
+
+
+def drawn_layers(page: Path, heading: str) -> list[tuple[str, ...]]:
+    """The layers as the indented diagram under `heading` draws them: groups split by →, names by
+    commas, a folder's slash dropped (``ops/`` is ops)."""
+    section = page.read_text().split(heading, 1)[1]
+    diagram = next(block for block in section.split("\n\n") if block.startswith("    "))
+    return [tuple(name.strip().rstrip("/") for name in group.split(","))
+            for group in " ".join(diagram.split()).split("→")]
+
+
+@pytest.mark.parametrize("page, heading", [("CONTRIBUTING.md", "## The layers"),
+                                           ("docs/architecture.md", "## Layout")])
+def test_the_docs_draw_the_layers_this_test_checks(page, heading):
+    expected = [tuple("__init__" if name == ROOT else name for name in group) for group in LAYERS]
+    assert drawn_layers(PACKAGE.parent / page, heading) == expected
+
+
+def contributing_rule_for_ops() -> tuple[set[str], set[str]]:
+    """(below, never): the layers below ops that CONTRIBUTING.md says an ops module may import from,
+    and those it says it never imports from, read from its sentence "An ops module imports only
+    from `ops/` (…) and from the layers below it (…), never from … or from a layer above"."""
+    text = " ".join((PACKAGE.parent / "CONTRIBUTING.md").read_text().split())
+    rule = text[text.index("An ops module imports only from `ops/`"):]
+    below = rule[rule.index("and from the layers below it"):rule.index(", never from ")]
+    never = rule[rule.index(", never from "):rule.index(" or from a layer above")]
+    names = lambda part: {n.rstrip("/") for n in re.findall(r"`([\w/]+)`", part)}
+    return names(below), names(never)
+
+
+# Ops modules that still import kernels/ while the kernels are being moved out of ops/ (the lead's
+# rewrite of attention, flash, softmax, norm, matmul): strict, so each fails once it no longer does.
+@pytest.mark.parametrize("module", [n for n in sorted(GRAPH) if n == "ops" or n.startswith("ops.")])
+def test_an_ops_module_imports_what_contributing_says(module):
+    below, never = contributing_rule_for_ops()
+    assert never == {"kernels"} and below and all(LAYER_OF[name] < LAYER_OF["ops"] for name in below), below
+    outside = {name for name in GRAPH[module] if name.split(".")[0] != "ops"}
+    assert {name for name in outside if name.split(".")[0] not in below} == set()
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():

@@ -41,10 +41,12 @@ def test_silu_and_swiglu(rng):
     x = rng.standard_normal((2, 3, 4))
     np.testing.assert_allclose(F.silu(ta.Tensor(x)).data, x / (1 + np.exp(-x)), rtol=1e-12)
     mlp = nn.SwiGLU(4, 6)
-    assert [name for name, _ in mlp.named_parameters()] == ["w1.weight", "w2.weight", "w3.weight"]
-    w1, w2, w3 = (p.numpy().astype(np.float64) for p in (mlp.w1.weight, mlp.w2.weight, mlp.w3.weight))
-    gate = x @ w1
-    expected = (gate / (1 + np.exp(-gate)) * (x @ w3)) @ w2
+    names = [name for name, _ in mlp.named_parameters()]
+    assert names == ["gate_proj.weight", "up_proj.weight", "down_proj.weight"]    # Hugging Face Llama's
+    w_gate, w_up, w_down = (p.numpy().astype(np.float64)
+                            for p in (mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight))
+    gate = x @ w_gate
+    expected = (gate / (1 + np.exp(-gate)) * (x @ w_up)) @ w_down
     np.testing.assert_allclose(mlp(ta.Tensor(x.astype(np.float32))).data, expected, rtol=1e-4, atol=1e-6)
 
 
@@ -52,9 +54,9 @@ def test_tiny_transformer_options_and_refusals():
     model = nn.TinyTransformer(vocab_size=7, d_model=16, num_heads=4, num_layers=1, max_len=8, norm="rms",
                                mlp="swiglu", positions="rope", n_kv_heads=2)
     names = [name for name, _ in model.named_parameters()]
-    assert "pos_emb.weight" not in names and "blocks.0.mlp.w3.weight" in names
+    assert "pos_emb.weight" not in names and "blocks.0.mlp.up_proj.weight" in names
     assert model.blocks[0].attn.k_proj.weight.shape == (16, 8)               # 2 kv heads of width 4
-    assert model.blocks[0].mlp.w1.weight.shape == (16, 48)                  # 8/3 · 16 → 48
+    assert model.blocks[0].mlp.gate_proj.weight.shape == (16, 48)                  # 8/3 · 16 → 48
     assert isinstance(model.ln_f, nn.RMSNorm)
     assert model(np.array([[1, 2, 3]])).shape == (1, 3, 7)
     with pytest.raises(ValueError, match=r"TinyTransformer: positions must be one of \('learned', 'rope'\)"):

@@ -29,8 +29,9 @@ def placed_blocks(section: str) -> list[tuple[str, str, str]]:
 
 
 def follow(copy: Path, section: str) -> str:
-    """Apply the recipe's blocks to `copy`; the new function's name."""
-    name = None
+    """Apply the recipe's blocks to `copy`; the new function's name (added to the __all__ of the file
+    it is appended to)."""
+    name = appended = None
     for how, path, code in placed_blocks(section):
         target = copy / path
         if how == "file":
@@ -42,14 +43,14 @@ def follow(copy: Path, section: str) -> str:
             target.write_text(text[:last.end()] + code + text[last.end():])
         else:
             target.write_text(target.read_text().rstrip("\n") + "\n\n\n" + code)
+            appended = target
             name = re.match(r"def (\w+)\(", code).group(1)
     assert name is not None, "the recipe appends no function"
-    functional = copy / "tinygrad_attn" / "functional.py"
-    text = functional.read_text()
+    text = appended.read_text()
     listed = re.search(r"^__all__ = \[(.*?)\]", text, re.M | re.S)
     names = sorted([*re.findall(r'"(\w+)"', listed.group(1)), name])
     joined = ", ".join(f'"{n}"' for n in names)
-    functional.write_text(text[:listed.start()] + f"__all__ = [{joined}]" + text[listed.end():])
+    appended.write_text(text[:listed.start()] + f"__all__ = [{joined}]" + text[listed.end():])
     return name
 
 
@@ -93,7 +94,7 @@ def test_the_recipe_for_a_new_op_gives_an_op_that_passes_every_check(tmp_path):
                "tests/test_op_surface.py::test_dtype_table_is_current",
                "tests/test_op_surface.py::test_dtype_table_has_every_registered_op_and_each_runs_on_floats",
                "tests/test_functional.py::test_public_functions_are_documented",
-               "tinygrad_attn/functional.py")
+               "tinygrad_attn/functional_extras.py")
     assert rest.returncode == 0, rest.stdout[-3000:]
     assert "cube" in run(copy, *pytest_args, "--collect-only", "tests/test_functional.py",
-                         "tinygrad_attn/functional.py").stdout
+                         "tinygrad_attn/functional_extras.py").stdout

@@ -1,9 +1,5 @@
 """tinygrad_attn: a from-scratch autodiff engine for learning how attention really works."""
 
-from .startup_interrupt import quiet_while_run_as_the_command
-
-quiet_while_run_as_the_command(__name__)     # `python -m tinygrad_attn`: Ctrl-C while loading is one line
-
 from . import functional, nn, optim, viz
 from .backend import cuda_available
 from .creation import (

@@ -72,7 +72,8 @@ def device_of(array: Any) -> str:
 def array_module(array: Any) -> ModuleType:
     """NumPy or CuPy, whichever owns `array` (a NumPy array, every op's common case, is answered
     by one type test; other types are looked up once)."""
-    return np if type(array) is np.ndarray else _module_of_type(type(array))
+    # (mypy takes a class for unhashable here: it reads type's __hash__ as an unbound method)
+    return np if type(array) is np.ndarray else _module_of_type(type(array))  # type: ignore[arg-type]
 
 
 @functools.cache

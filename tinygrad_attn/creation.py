@@ -138,12 +138,13 @@ def rand(*shape: int | Sequence[int], dtype: Any = None, device: str = "cpu",
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
-def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
+def randint(low: int, high: Any = None, size: Any = None,
             dtype: Any = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) with the library's generator, shaped `size`, int64
     unless `dtype` says otherwise (only a float dtype can require grad).
 
-    As PyTorch, ``randint(high, size)`` draws from [0, high): randint(10, (3,)).
+    As PyTorch, ``randint(high, size)`` draws from [0, high): randint(10, (3,)); so `high` may
+    hold the size.
     """
     if size is None:
         low, high, size = 0, low, high

@@ -1,6 +1,6 @@
 """Reverse-mode autodiff: the graph's nodes, the iterative toposort and the backward pass.
 
-An op's entry point, ``tensor.apply``, runs the op's forward on raw arrays and, when grad mode is
+An op's entry point, ``apply``, runs the op's forward on raw arrays and, when grad mode is
 on and an input requires grad, asks ``record`` for a ``Node`` to hang on the result.
 One backward pass, ``_Pass``, visits the nodes in reverse topological order and runs each node's
 backward (``_Pass.visit``). ``backward_steps`` is a generator that yields what each visit did (the
@@ -21,7 +21,7 @@ import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -65,7 +65,8 @@ class Node:
         self.scope = scope      # the innermost module running when it was made (has `.path`)
         self.site = None        # (file, line) of user code, recorded only under detect_anomaly
         self.grad = None        # gradient of this node's output from the latest backward
-        self.watched = ()       # saved inputs/output with their fingerprints (see inplace.py)
+        # saved inputs/output with their fingerprints or versions (see inplace.py)
+        self.watched: tuple[tuple[int | None, Any, Any], ...] = ()
 
 
 class BackwardEvent(NamedTuple):
@@ -152,7 +153,8 @@ def backward_steps(root: Tensor, grad: Any, trace: bool = False) -> Iterator[Bac
         with quiet_float_errors():      # inf/NaN without RuntimeWarnings, also while summing
             sent = backward_pass.visit(t, trace)
         if sent is not None:
-            yield BackwardEvent(t, t.node.grad, sent, backward_pass.traces.pop(id(t), None))
+            node = cast(Node, t.node)     # a tensor that sent gradients was made by an op
+            yield BackwardEvent(t, node.grad, sent, backward_pass.traces.pop(id(t), None))
 
 
 def run_backward(root: Tensor, grad: Any) -> None:

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -46,7 +46,7 @@ def write_atomically(path: str | os.PathLike, content: bytes | Callable[[BinaryI
     return write_together(Path(path).parent, {Path(path).name: content}, {Path(path).name: size})[0]
 
 
-def write_together(folder: str | os.PathLike, contents: dict[str, bytes | Callable[[BinaryIO], None]],
+def write_together(folder: str | os.PathLike, contents: Mapping[str, bytes | Callable[[BinaryIO], None]],
                    sizes: dict[str, int | None] | None = None) -> list[Path]:
     """Write several files into `folder`, each as `write_atomically` does, so that none changes
     unless every one was written: all the temporary files first, then each renamed over its name
@@ -82,7 +82,7 @@ def _write_temporary(path: Path, content: bytes | Callable[[BinaryIO], None], si
     """`content` written and flushed to disk in a new temporary file beside `path`; SaveError for
     `path` (the temporary file removed) if it cannot be."""
     exact = isinstance(content, bytes)
-    size = len(content) if exact else size
+    size = len(content) if isinstance(content, bytes) else size
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{_TMP}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)

@@ -22,9 +22,9 @@ import numpy as np
 
 __all__ = ["quiet_float_errors", "restore_float_errors", "silence_float_errors"]
 
-_QUIET = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _error_state
+_QUIET: dict[str, Any] = {"over": "ignore", "divide": "ignore", "invalid": "ignore"}
+try:                            # NumPy 2's private state variable: its stubs do not list it
+    from numpy._core._ufunc_config import _extobj_contextvar as _error_state  # type: ignore[attr-defined]
 except ImportError:             # another NumPy: fall back to np.errstate
     _error_state = None
 _quieted: tuple[Any, Any] = (None, None)   # (a caller's error state, the same with _QUIET applied)

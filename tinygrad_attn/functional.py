@@ -1,5 +1,9 @@
 """``F``: the functional API. Each function checks its arguments, normalises masks, then calls
 one registered op (or, where the API asks for several results, a short composition of ops).
+
+Here are the functions a transformer uses (softmax, cross-entropy, linear, the norms, RoPE, the
+activations of its MLP, dropout, attention); the losses and activations PyTorch has beyond them
+live in ``functional_extras`` and are ``F``'s too (``F.selu``).
 """
 
 from __future__ import annotations
@@ -9,15 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from . import functional_extras
 from .apply import apply
 from .backend import xp_for
 from .creation import generator_for
-from .dtypes import as_float
 from .errors import ShapeError
+from .functional_arguments import check_float, check_reduction, class_weight
+from .functional_extras import *  # noqa: F403 - F's extras are F's: every name of functional_extras.__all__
 from .guards.axes import check_zero_d_dim, normalize_axis, numpy_spellings
 from .guards.shapes import attention_shapes, check_broadcasts_to, first_out_of_range
 from .labels import named
-from .ops import activations as act_ops
 from .ops import attention as attention_ops
 from .ops import flash as flash_ops
 from .ops import loss as loss_ops
@@ -29,11 +34,9 @@ from .ops import softmax as softmax_ops
 from .ops.masking import causal_keep, combine_keep
 from .tensor import Tensor
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cross_entropy", "dropout",
-           "elu", "flash_attention", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm",
-           "leaky_relu", "linear", "log_softmax", "logsigmoid", "mish", "mse_loss", "nll_loss", "one_hot",
-           "pad", "relu", "relu6", "rms_norm", "rope", "scaled_dot_product_attention", "selu", "silu",
-           "softmax", "softplus", "softsign"]
+__all__ = ["cross_entropy", "dropout", "flash_attention", "gelu", "layer_norm", "linear", "log_softmax",
+           "relu", "rms_norm", "rope", "scaled_dot_product_attention", "silu", "softmax",
+           *functional_extras.__all__]
 
 
 def __dir__() -> list[str]:
@@ -63,12 +66,6 @@ def _mask_inputs(mask: Any, like: Tensor, shape: tuple[int, ...],
     return None, Tensor(mask.data, dtype=like.dtype, device=like.device)
 
 
-def _check_float(op: str, name: str, x: Tensor) -> None:
-    # Integer logits would turn a −inf mask into garbage (or an OverflowError) deep in the op.
-    if x.dtype.kind != "f":
-        raise TypeError(f"{op}: {name} must be a float tensor, got dtype {x.dtype}")
-
-
 @numpy_spellings
 def softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
     """Probabilities along `dim`: exp(z − max z) / Σ exp(z − max z), z the masked logits.
@@ -92,7 +89,7 @@ def softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
         >>> p.numpy().round(4)
         array([[0.2689, 0.7311, 0.    ]], dtype=float32)
     """
-    _check_float("softmax", "x", x)
+    check_float("softmax", "x", x)
     if x.ndim == 0:                         # dim 0 or −1, as PyTorch: one position, probability 1
         check_zero_d_dim("softmax", dim)
         return softmax(x.reshape(1), 0, mask).reshape(())
@@ -121,7 +118,7 @@ def log_softmax(x: Tensor, dim: int = -1, mask: Any = None) -> Tensor:
         >>> log_softmax(ta.Tensor([0.0, 0.0])).numpy().round(4)
         array([-0.6931, -0.6931], dtype=float32)
     """
-    _check_float("log_softmax", "x", x)
+    check_float("log_softmax", "x", x)
     if x.ndim == 0:
         check_zero_d_dim("log_softmax", dim)
         return log_softmax(x.reshape(1), 0, mask).reshape(())
@@ -166,9 +163,9 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
         0.6931
     """
     logits, targets = input, target
-    _check_reduction("cross_entropy", reduction)
-    _check_float("cross_entropy", "logits", logits)
-    weight = _class_weight("cross_entropy", weight, logits)
+    check_reduction("cross_entropy", reduction)
+    check_float("cross_entropy", "logits", logits)
+    weight = class_weight("cross_entropy", weight, logits)
     if weight is not None and label_smoothing:
         raise ValueError("cross_entropy: weight with label_smoothing is not supported; give one of them")
     if not 0 <= label_smoothing <= 1:
@@ -198,18 +195,6 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, *, ignore_inde
                  reduction=reduction, label_smoothing=label_smoothing)
 
 
-def _class_weight(name: str, weight: Any, x: Tensor) -> Tensor | None:
-    """`weight` as a 1-D float tensor of C = x.shape[-1] class weights on x's device (None stays
-    None); it is never differentiated."""
-    if weight is None:
-        return None
-    weight = weight if isinstance(weight, Tensor) else Tensor(weight, device=x.device)
-    if weight.dtype.kind != "f" or weight.shape != x.shape[-1:]:
-        raise ShapeError(f"{name}: weight must be {x.shape[-1:]} floats, one per class of input {x.shape}, "
-                         f"got {weight.dtype} {weight.shape}")
-    return weight
-
-
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight + bias over the last axis of x, as one op (what ``nn.Linear`` computes).
 
@@ -234,7 +219,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x_shape, w_shape = x.data.shape, weight.data.shape
     if x.data.dtype.kind != "f" or weight.data.dtype.kind != "f":
         for name, t in (("x", x), ("weight", weight)):
-            _check_float("linear", name, t)
+            check_float("linear", name, t)
     if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[0]:
         raise ShapeError(f"linear: x of shape {x.shape} does not fit weight of shape {weight.shape} "
                          "(expected x (..., in) and weight (in, out))")
@@ -265,7 +250,7 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
         >>> layer_norm(ta.Tensor([[1.0, 3.0]])).numpy().round(3)
         array([[-1.,  1.]], dtype=float32)
     """
-    _check_float("layer_norm", "x", x)
+    check_float("layer_norm", "x", x)
     if x.ndim == 0:
         raise ShapeError("layer_norm: x of shape () has no axis to normalise over; it needs at least 1 dim")
     for name, p in (("weight", weight), ("bias", bias)):
@@ -294,7 +279,7 @@ def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tens
         >>> rms_norm(ta.Tensor([[3.0, 4.0]]), eps=0.0).numpy().round(4)
         array([[0.8485, 1.1314]], dtype=float32)
     """
-    _check_float("rms_norm", "x", x)
+    check_float("rms_norm", "x", x)
     if x.ndim == 0:
         raise ShapeError("rms_norm: x of shape () has no axis to normalise over; it needs at least 1 dim")
     if weight is not None and weight.shape != x.shape[-1:]:
@@ -337,7 +322,7 @@ def rope(x: Tensor, positions: Any = None, base: float = 10000.0) -> Tensor:
         array([[1.    , 0.    ],
                [0.5403, 0.8415]], dtype=float32)
     """
-    _check_float("rope", "x", x)
+    check_float("rope", "x", x)
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ShapeError(f"rope: x must be (..., T, D) with D even (features are rotated in pairs "
                          f"(i, i + D/2)), got shape {x.shape}")
@@ -428,7 +413,7 @@ def _attention(op: type, name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, 
                enable_gqa: bool = False, window: int | None = None, **params: Any) -> Any:
     """Shared argument checks and mask handling of the two attention kernels."""
     for arg, t in (("q", q), ("k", k), ("v", v)):
-        _check_float(name, arg, t)
+        check_float(name, arg, t)
     if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer))
                                or window < 1 or not is_causal):
         raise ValueError(f"{name}: window must be an integer >= 1 and needs is_causal=True (query i sees "
@@ -600,237 +585,3 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal
         raise ValueError(f"flash_attention: block_size must be at least 1, got {block_size}")
     return _attention(flash_ops.FlashAttention, "flash_attention", q, k, v, mask, is_causal, scale,
                       return_weights, 0.0, enable_gqa=enable_gqa, window=window, block_size=block_size)
-
-
-# ----- the losses and activations beyond the above, with PyTorch's names and defaults -----
-
-def _check_reduction(op: str, reduction: str) -> None:
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
-def _pair(op: str, x: Tensor, target: Any, reduction: str) -> Tensor:
-    """`target` as a float tensor of x's shape and dtype, checked (the elementwise losses)."""
-    _check_reduction(op, reduction)
-    _check_float(op, "input", x)
-    if not isinstance(target, Tensor) or target.dtype != x.dtype:
-        target = Tensor(target, dtype=x.dtype, device=x.device)
-    if target.shape != x.shape:
-        raise ShapeError(f"{op}: target of shape {target.shape} does not match input of shape {x.shape}")
-    return target
-
-
-def nll_loss(input: Tensor, target: Any, weight: Any = None, *, ignore_index: int | None = -100,
-             reduction: str = "mean") -> Tensor:
-    """−log_probs[target] per position, reduced: ``cross_entropy`` after a ``log_softmax``.
-
-    Args:
-        input: log-probabilities, classes on the last axis (as ``cross_entropy`` here; for
-            2-D input `(N, C)` this is PyTorch's layout).
-        target: integer class ids in [0, C), or `ignore_index`.
-        weight: class weights, C floats: the loss at a position is −weight[target]·log_probs[target],
-            and the mean divides by the sum of weight[target] (PyTorch's weighted mean).
-        ignore_index: a target value whose positions count for nothing (−100, PyTorch's default).
-        reduction: "mean" (over the targets not ignored), "sum" or "none".
-
-    Returns:
-        A scalar, or the per-position losses for "none".
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> nll_loss(ta.Tensor([[-0.5, -1.0]]), [1]).item()
-        1.0
-    """
-    log_probs, targets = input, target
-    _check_reduction("nll_loss", reduction)
-    _check_float("nll_loss", "log_probs", log_probs)
-    weight = _class_weight("nll_loss", weight, log_probs)
-    targets = targets if isinstance(targets, Tensor) else Tensor(targets, device=log_probs.device)
-    if targets.dtype.kind not in "iu" or log_probs.ndim < 1 or targets.shape != log_probs.shape[:-1]:
-        raise ShapeError(f"nll_loss: log_probs {log_probs.shape} need integer targets of shape "
-                         f"{log_probs.shape[:-1]}, got {targets.dtype} {targets.shape}")
-    bad = first_out_of_range(targets.data, log_probs.shape[-1], ignore_index, targets.host_values)
-    if bad is not None:
-        raise ValueError(f"nll_loss: target {bad} is out of range for {log_probs.shape[-1]} classes")
-    weights = () if weight is None else (weight,)
-    return apply(loss_ops.NllLoss, log_probs, targets, *weights, ignore_index=ignore_index,
-                 reduction=reduction)
-
-
-def _element_weight(op: str, name: str, weight: Any, x: Tensor) -> Tensor | None:
-    """`weight` as a constant tensor of x's dtype on x's device that broadcasts to x's shape (None
-    stays None); it is never differentiated (PyTorch's binary cross-entropy weights are not either)."""
-    if weight is None:
-        return None
-    data = weight.data if isinstance(weight, Tensor) else weight
-    weight = Tensor(data, dtype=x.dtype, device=x.device)
-    check_broadcasts_to(op, name, weight.shape, x.shape)
-    return weight
-
-
-def _present(*inputs: Tensor | None) -> tuple[Tensor | None, ...]:
-    """The inputs without the trailing Nones (an optional weight left out when not given)."""
-    inputs = list(inputs)
-    while inputs and inputs[-1] is None:
-        inputs.pop()
-    return tuple(inputs)
-
-
-def binary_cross_entropy(probs: Tensor, target: Any, weight: Any = None, *,
-                         reduction: str = "mean") -> Tensor:
-    """−w·(y log p + (1 − y) log(1 − p)) elementwise, each log clamped at −100 (as PyTorch), reduced.
-
-    Args:
-        probs: probabilities p in [0, 1], any shape.
-        target: y, floats of p's shape (0/1 labels, or soft targets); differentiable.
-        weight: w, each element's weight, broadcastable to p's shape (a rescaling, as PyTorch's;
-            never differentiated); the mean stays over the elements.
-        reduction: "mean", "sum" or "none".
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> round(binary_cross_entropy(ta.Tensor([0.5]), [1.0]).item(), 4)
-        0.6931
-        >>> round(binary_cross_entropy(ta.Tensor([0.5, 0.5]), [1.0, 0.0], weight=[2.0, 0.0]).item(), 4)
-        0.6931
-    """
-    op = "binary_cross_entropy"
-    target = _pair(op, probs, target, reduction)
-    weight = _element_weight(op, "weight", weight, probs)
-    return apply(loss_ops.BinaryCrossEntropy, *_present(probs, target, weight), reduction=reduction)
-
-
-def binary_cross_entropy_with_logits(logits: Tensor, target: Any, weight: Any = None, *,
-                                     reduction: str = "mean", pos_weight: Any = None) -> Tensor:
-    """``binary_cross_entropy(sigmoid(logits), target, weight)`` as one stable op (never log 0),
-    with `pos_weight` scaling the positive term: −w·(pw·y log σ(x) + (1 − y) log(1 − σ(x))).
-
-    Args:
-        logits: x, any shape.
-        target: y, floats of x's shape; differentiable.
-        weight: w, each element's weight, broadcastable to x's shape; never differentiated.
-        reduction: "mean" (over the elements), "sum" or "none".
-        pos_weight: pw, the weight of the positive examples, broadcastable to x's shape (one per
-            class on the last axis: pw > 1 raises recall); never differentiated.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> round(binary_cross_entropy_with_logits(ta.Tensor([0.0]), [1.0]).item(), 4)
-        0.6931
-        >>> round(binary_cross_entropy_with_logits(ta.Tensor([0.0]), [1.0], pos_weight=[3.0]).item(), 4)
-        2.0794
-    """
-    op = "binary_cross_entropy_with_logits"
-    target = _pair(op, logits, target, reduction)
-    weight = _element_weight(op, "weight", weight, logits)
-    pos_weight = _element_weight(op, "pos_weight", pos_weight, logits)
-    return apply(loss_ops.BinaryCrossEntropyWithLogits, *_present(logits, target, weight, pos_weight),
-                 reduction=reduction)
-
-
-def mse_loss(input: Tensor, target: Any, reduction: str = "mean", weight: Any = None) -> Tensor:  # noqa: A002
-    """(input − target)² elementwise, reduced (both inputs differentiable).
-
-    Args:
-        input, target: tensors of one shape.
-        reduction: "mean", "sum" or "none".
-        weight: w, one weight per element (input's shape), as PyTorch's: the losses become
-            w·(input − target)² and the mean divides by Σ w. Differentiable too.
-
-    Example:
-        >>> import tinygrad_attn as ta
-        >>> mse_loss(ta.Tensor([1.0, 3.0]), ta.Tensor([0.0, 1.0])).item()
-        2.5
-        >>> mse_loss(ta.Tensor([1.0, 3.0]), ta.Tensor([0.0, 1.0]), weight=ta.Tensor([3.0, 1.0])).item()
-        1.75
-    """
-    target = _pair("mse_loss", input, target, reduction)
-    if weight is None:
-        return apply(loss_ops.MseLoss, input, target, reduction=reduction)
-    weight = weight if isinstance(weight, Tensor) else Tensor(weight, dtype=input.dtype, device=input.device)
-    if weight.shape != input.shape:
-        raise ShapeError(f"mse_loss: weight of shape {weight.shape} does not match input of shape "
-                         f"{input.shape}")
-    losses = apply(loss_ops.MseLoss, input, target, reduction="none") * weight
-    if reduction == "none":
-        return losses
-    return losses.sum() / weight.sum() if reduction == "mean" else losses.sum()
-
-
-def pad(x: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
-    """``x.pad(pad, mode, value)``: (before, after) pairs from the last axis backwards; "constant",
-    "reflect", "replicate" or "circular"; a negative width crops. `value` None (PyTorch's
-    default) pads with 0."""
-    return x.pad(pad, mode, 0.0 if value is None else value)
-
-
-def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
-    """``x.one_hot(num_classes)``: int64 rows with a 1 at each class id (no gradient)."""
-    return x.one_hot(num_classes)
-
-
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x for x > 0, negative_slope · x otherwise."""
-    return apply(act_ops.LeakyRelu, as_float(x), negative_slope=negative_slope)
-
-
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """x for x > 0, alpha · (eˣ − 1) otherwise."""
-    return apply(act_ops.Elu, as_float(x), alpha=alpha, scale=1.0, input_scale=1.0)
-
-
-_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
-def selu(x: Tensor) -> Tensor:
-    """scale · elu(x, alpha) with PyTorch's constants (scale ≈ 1.0507, alpha ≈ 1.6733): the ``elu`` op."""
-    return apply(act_ops.Elu, as_float(x), alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
-
-
-def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """max(0, x) + min(0, alpha · (e^(x/alpha) − 1)): the ``elu`` op with input scale 1/alpha."""
-    if alpha == 0:
-        raise ValueError("celu: alpha must not be 0")
-    return apply(act_ops.Elu, as_float(x), alpha=alpha, scale=1.0, input_scale=1 / alpha)
-
-
-def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + e^(beta·x)) / beta, and x itself where beta·x > threshold."""
-    return apply(act_ops.Softplus, as_float(x), beta=beta, threshold=threshold)
-
-
-def softsign(x: Tensor) -> Tensor:
-    """x / (1 + |x|)."""
-    return apply(act_ops.Softsign, as_float(x))
-
-
-def logsigmoid(x: Tensor) -> Tensor:
-    """log σ(x), computed without overflow."""
-    return apply(act_ops.LogSigmoid, as_float(x))
-
-
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clipped to [min_val, max_val]; the gradient is 0 at and beyond the bounds."""
-    if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val {min_val} is above max_val {max_val}")
-    return apply(act_ops.Hardtanh, as_float(x), min_val=min_val, max_val=max_val)
-
-
-def relu6(x: Tensor) -> Tensor:
-    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``, as PyTorch defines it."""
-    return hardtanh(x, 0.0, 6.0)
-
-
-def hardsigmoid(x: Tensor) -> Tensor:
-    """clip(x/6 + ½, 0, 1)."""
-    return apply(act_ops.Hardsigmoid, as_float(x))
-
-
-def hardswish(x: Tensor) -> Tensor:
-    """x · hardsigmoid(x)."""
-    return apply(act_ops.Hardswish, as_float(x))
-
-
-def mish(x: Tensor) -> Tensor:
-    """x · tanh(softplus(x))."""
-    return apply(act_ops.Mish, as_float(x))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
+    from .tensor import Tensor
 
 
 __all__ = ["input_label", "named", "op_location", "printable", "scope_name", "tensor_label"]

@@ -54,6 +54,13 @@ class Tensor(TensorMethods):
     """
 
     __slots__ = ("data", "_grad", "requires_grad", "op", "name", "node", "host_values", "__weakref__")
+    data: Any                   # the array: NumPy's, or CuPy's on "cuda"
+    _grad: Any
+    requires_grad: bool
+    op: str | None              # the op that made it; None for a tensor you created
+    name: str | None            # what steps, drawings and messages call it (a parameter's dotted name)
+    node: engine.Node | None    # its place in the graph, when it needs a gradient
+    host_values: Any            # integers moved from the host: their distinct values (range checks)
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,

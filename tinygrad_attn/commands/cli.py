@@ -2,11 +2,10 @@
 
 Each command module in ``tinygrad_attn/commands`` defines ``add_parser(subparsers)``, which adds
 its subparser and sets ``run`` (a function of the parsed arguments returning an exit code) as
-its default. Output piped into a reader that stops early (``| head``) ends quietly, and so does
-Ctrl-C that no command handles (while the commands' modules load). Started as a command
-(``tinygrad-attn``, ``python -m tinygrad_attn``), a Ctrl-C before the command runs, while the
-package loads too, ends the process from its signal handler with the same line
-(``startup_interrupt``, ``tinygrad_attn_cli``).
+its default. `main` is the installed ``tinygrad-attn`` script (``[project.scripts]`` in
+pyproject.toml) and what ``python -m tinygrad_attn`` runs. Output piped into a reader that stops
+early (``| head``) ends quietly, and a Ctrl-C that no command handles ends with one line and exit
+code 130.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-
-from ..startup_interrupt import starting_done
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -39,7 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()         # imports every command's module
         args = parser.parse_args(argv)
-        starting_done()                 # the command loaded: from here a Ctrl-C is a KeyboardInterrupt
         if args.command is None:
             parser.print_help()
             return 0
@@ -47,6 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:     # `| head` stopped reading: end quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush
         return 0
-    except KeyboardInterrupt:   # Ctrl-C that no command caught (while importing): a line, no traceback
+    except KeyboardInterrupt:   # Ctrl-C that no command caught: a line, no traceback
         print("interrupted", file=sys.stderr)
         return 130

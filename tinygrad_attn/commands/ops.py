@@ -1,5 +1,5 @@
-"""``tinygrad-attn ops``: every registered op with its backward formula, and every file of
-``ops/`` with what it holds, as Markdown tables.
+"""``tinygrad-attn ops``: every registered op with its backward formula, the ops a transformer uses
+first, then the others, and every file of ``ops/`` with what it holds, as Markdown tables.
 
 ``docs/ops.md`` is this page (a test keeps it current): regenerate it with
 ``tinygrad-attn ops > docs/ops.md``. A new op, or a new file in ``ops/``, shows up there.
@@ -15,7 +15,15 @@ import re
 from .. import ops
 from ..ops import REGISTRY
 
-__all__ = ["KEPT_DIFFERENCES", "ONE_RULE", "add_parser", "file_table", "formula_table", "run"]
+__all__ = ["KEPT_DIFFERENCES", "ONE_RULE", "TRANSFORMER_OPS", "add_parser", "file_table", "formula_table",
+           "op_rows", "run"]
+
+# The ops a default or a Llama TinyTransformer runs, forward and backward: fused or not, with dropout
+# while training, attention as the flash kernel from nn.attention.FLASH_FROM keys on
+# (tests/test_cli.py traces both models and compares). docs/ops.md lists them first.
+TRANSFORMER_OPS = ("add", "cross_entropy", "dropout", "flash_attention", "gelu", "getitem", "layer_norm",
+                   "linear", "matmul", "mul", "reshape", "rms_norm", "rope", "scaled_dot_product_attention",
+                   "silu", "softmax", "transpose")
 
 # Said once where a learner looks first: here and in docs/README.md (a test compares the two).
 ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where NumPy and PyTorch give a "
@@ -111,8 +119,9 @@ OUT_OF_SCOPE = "convolutions, pooling, linear algebra decompositions, bitwise op
 
 
 def formula_table() -> str:
-    """The registry as Markdown (op name, the class docstring's first line, formulas, case count),
-    then what is built from the ops, what has no gradient, and what is out of scope."""
+    """The registry as Markdown (op name, the class docstring's first line, formulas, case count), the
+    ops a transformer uses first, then the others, the files of ``ops/``, what is built from the ops,
+    what has no gradient, and what is out of scope."""
     lines = [
         "# Ops and their backward formulas",
         "",
@@ -121,14 +130,19 @@ def formula_table() -> str:
         "",
         ONE_RULE,
         "",
-        "| op | computes | backward | cases |",
-        "|---|---|---|---|",
+        "## The ops a transformer uses",
+        "",
+        "A default or a Llama `TinyTransformer` runs these, forward and backward (fused or not, with dropout "
+        "while training, attention as the flash kernel on long inputs):",
+        "",
+        *op_rows(sorted(TRANSFORMER_OPS)),
+        "",
+        "## The other ops",
+        "",
+        "The rest, with PyTorch's names and meanings: what a learner reaches for beyond the transformer.",
+        "",
+        *op_rows(sorted(set(REGISTRY) - set(TRANSFORMER_OPS))),
     ]
-    for name, op in sorted(REGISTRY.items()):
-        summary = (op.__doc__ or "").strip().splitlines()[0].replace("|", "\\|")
-        formulas = "<br>".join(f"`{f}`" if f else f"`{arg}`: no gradient"
-                               for arg, f in op.formula.items()).replace("|", "\\|")
-        lines.append(f"| `{name}` | {summary} | {formulas} | {len(op.cases)} |")
     lines += ["", *file_table()]
     lines += ["", "## Built from the ops above", "", "| methods | are |", "|---|---|"]
     lines += [f"| {' '.join(f'`{n}`' for n in names.split())} | {how} |" for names, how in COMPOSED.items()]
@@ -144,6 +158,18 @@ def formula_table() -> str:
     lines += [f"| `{name}` | {' '.join(f'`{p}`' for p in params.split())} | {why} |"
               for name, (params, why) in KEPT_DIFFERENCES.items()]
     return "\n".join(lines) + "\n"
+
+
+def op_rows(names: list[str]) -> list[str]:
+    """A Markdown table of the ops `names`: the class docstring's first line, formulas, case count."""
+    lines = ["| op | computes | backward | cases |", "|---|---|---|---|"]
+    for name in names:
+        op = REGISTRY[name]
+        summary = (op.__doc__ or "").strip().splitlines()[0].replace("|", "\\|")
+        formulas = "<br>".join(f"`{f}`" if f else f"`{arg}`: no gradient"
+                               for arg, f in op.formula.items()).replace("|", "\\|")
+        lines.append(f"| `{name}` | {summary} | {formulas} | {len(op.cases)} |")
+    return lines
 
 
 def file_table() -> list[str]:

@@ -24,6 +24,7 @@ from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
 from ..text import TextStream
 from ..training import answer, load_run
+from ..training.run_folder import CHECKPOINT
 from ..training.tasks import Task, decode
 from ..training.text_task import TextTask
 
@@ -135,7 +136,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", nargs="?",
-                        help="a run folder or checkpoint.npz written by `tinygrad-attn train` (none with "
+                        help=f"a run folder or {CHECKPOINT} written by `tinygrad-attn train` (none with "
                              "--model)")
     parser.add_argument("input", nargs="?",
                         help="a text run: the text to continue; a toy task: digits like \"3 1 2\" "

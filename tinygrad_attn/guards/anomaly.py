@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AnomalyError
@@ -59,7 +60,7 @@ def check_forward(op: type[Op], xp: Any, inputs: tuple, out: Any, node: Node | N
         return
     site = _user_site()
     if node is not None:
-        node.site = site
+        node.site = site    # type: ignore[assignment]  # (engine.Node declares site as None only)
     if _is_finite(xp, out) or _masking_neg_inf(op.name, xp, inputs, out, params or {}):
         return
     bad = [input_label(i, t) for i, t in enumerate(inputs) if t is not None and not _is_finite(xp, t.data)]
@@ -111,7 +112,7 @@ def _is_finite(xp: Any, array: Any) -> bool:
 
 def _user_site() -> tuple[str, int] | None:
     """(file, line) of the innermost frame outside this package: the user code behind an op."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)

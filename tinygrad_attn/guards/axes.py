@@ -37,9 +37,10 @@ def normalize_axes(op: str, axis: Any, ndim: int, sort: bool = True) -> tuple[in
 
 def normalize_axis(op: str, axis: Any, ndim: int) -> int:
     """One axis as a non-negative int < ndim (see ``normalize_axes``)."""
-    if isinstance(axis, (tuple, list)):
+    axes = None if isinstance(axis, (tuple, list)) else normalize_axes(op, axis, ndim)
+    if axes is None:                    # a sequence, or None (which normalize_axes reads as "every axis")
         raise TypeError(f"{op}: axis must be one int, got {axis!r}")
-    return normalize_axes(op, axis, ndim)[0]
+    return axes[0]
 
 
 def check_zero_d_dim(op: str, dim: Any) -> None:
@@ -73,7 +74,7 @@ def numpy_spellings(fn: Callable | None = None, **spellings: str) -> Callable:
     ``inspect.signature`` shows PyTorch's names (the wrapper carries ``__wrapped__``).
     """
     if fn is None:
-        return functools.partial(numpy_spellings, **spellings)
+        return lambda fn: numpy_spellings(fn, **spellings)
     names = {**NUMPY_SPELLINGS, **spellings}
 
     @functools.wraps(fn)

@@ -64,13 +64,13 @@ def interleave_counts(shape: Shape, axis: int, repeats: int | Sequence[int]) -> 
     Raises:
         ValueError: "repeat_interleave: repeats [1, 2] do not fit axis 0 of shape (3,)".
     """
-    counts = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats]
+    counts: list[Any] = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats]   # checked next
     if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) for r in counts):
         raise TypeError(f"repeat_interleave: repeats must be ints (or a 0-d or 1-D integer tensor), "
                         f"got {repeats!r}")
     if any(r < 0 for r in counts) or (len(counts) != 1 and len(counts) != shape[axis]):
         raise ValueError(f"repeat_interleave: repeats {repeats} do not fit axis {axis} of shape {shape}")
-    return tuple(int(r) for r in counts) if isinstance(repeats, (list, tuple)) else int(repeats)
+    return tuple(int(r) for r in counts) if isinstance(repeats, (list, tuple)) else int(counts[0])
 
 
 def pad_widths(shape: Shape, pad: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -132,8 +132,7 @@ def roll_shifts(shifts: int | Sequence[int], axis: Any, ndim: int) -> tuple[Any,
         TypeError: a shift is not an int.
         ValueError: "roll: 2 shifts for 1 axes"; "roll: without dims, shifts must be one int, …".
     """
-    many = isinstance(shifts, (list, tuple))
-    counts = [_shift(s) for s in (shifts if many else (shifts,))]
+    counts = [_shift(s) for s in (shifts if isinstance(shifts, (list, tuple)) else (shifts,))]
     if axis is None:
         if len(counts) != 1:
             raise ValueError(f"roll: without dims, shifts must be one int (the flattened tensor's "

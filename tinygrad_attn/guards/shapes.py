@@ -5,7 +5,7 @@ axis. Each ShapeError is worded one way: the op, then the shapes."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -91,6 +91,7 @@ def split_sizes(shape: Shape, axis: int, split_size: int | Sequence[int]) -> lis
     each piece's size (the last piece holds what is left), a sequence gives the sizes.
 
     Raises:
+        TypeError: neither an int nor a sequence of ints (a bool, a float).
         ValueError: an int size below 1.
         ShapeError: the sizes do not add up to the axis' length.
     """
@@ -101,7 +102,12 @@ def split_sizes(shape: Shape, axis: int, split_size: int | Sequence[int]) -> lis
                              f"got {split_size}")
         full, rest = divmod(length, int(split_size))
         return [int(split_size)] * full + [rest] * (rest > 0 or full == 0)
-    sizes = list(split_size)
+    sizes: list[Any] = list(split_size) if isinstance(split_size, Iterable) \
+        and not isinstance(split_size, str) else [split_size]
+    if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) for n in sizes):
+        raise TypeError(f"split: split_size must be an int (each piece's size) or a sequence of ints "
+                        f"(the sizes), got {split_size!r}")
+    sizes = [int(n) for n in sizes]
     if sum(sizes) != length or any(n < 0 for n in sizes):
         raise ShapeError(f"split: sizes {sizes} do not add up to {length}, the length of "
                          f"axis {axis} of shape {shape}")

@@ -222,14 +222,16 @@ def _one_blas_thread() -> Iterator[None]:
     at a time (measured at n = 256, 4 heads: 2× slower than one thread per piece). Only the split
     that holds the helpers (``_crew_lock``) sets it, so no two splits undo each other's setting."""
     blas = openblas()
-    before = 1 if blas is None else blas[0]()
-    if before > 1:
-        blas[1](1)
+    if blas is None or blas[0]() <= 1:
+        yield
+        return
+    get, set_count = blas
+    before = get()
+    set_count(1)
     try:
         yield
     finally:
-        if before > 1:
-            blas[1](before)
+        set_count(before)
 
 
 def _run_piece(body: Callable[[tuple], T], index: tuple) -> T:

@@ -52,7 +52,7 @@ def kernel(*devices: str, ulps: float = 0):
         raise ValueError(f"kernel: devices must be some of {DEVICES}, got {devices}")
 
     def register_kernel(cls: type[Op]) -> type[Op]:
-        op = cls.__mro__[1]
+        op: type[Op] = cls.__mro__[1]
         if REGISTRY.get(op.name) is not op:
             raise ValueError(f"kernel {cls.__name__}: its base class {op.__name__} is not a registered op")
         cls.textbook = op

@@ -16,7 +16,7 @@ to name a model from an outer module built around it after it was called.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from ..errors import DeviceError, ShapeError
 from ..tensor import Tensor
 
 __all__ = ["Module", "Parameter", "check_probability", "check_sizes"]
+
+_M = TypeVar("_M", bound="Module")     # train, eval and to return the module itself, of its own class
 
 
 class Parameter(Tensor):
@@ -155,17 +157,17 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
-    def train(self, mode: bool = True) -> Module:
+    def train(self: _M, mode: bool = True) -> _M:
         """Set training mode (dropout active) on this module and every sub-module."""
         for _, module in self.named_modules():
             module.training = mode
         return self
 
-    def eval(self) -> Module:
+    def eval(self: _M) -> _M:
         """Set evaluation mode (dropout off) on this module and every sub-module."""
         return self.train(False)
 
-    def to(self, device: str) -> Module:
+    def to(self: _M, device: str) -> _M:
         """Move every parameter (and its grad) to `device`, in place; returns self.
 
         Raises DeviceError (before moving anything) for an unknown or unusable device.

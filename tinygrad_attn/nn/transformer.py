@@ -47,10 +47,11 @@ class MLP(Module):
 
 
 class SwiGLU(Module):
-    """w2(silu(w1(x)) ⊙ w3(x)), no biases by default: the gated feed-forward network of Llama
-    (Shazeer, 2020).
+    """down_proj(silu(gate_proj(x)) ⊙ up_proj(x)), no biases by default: the gated feed-forward
+    network of Llama (Shazeer, 2020), its Linears named as Hugging Face's Llama names them.
 
-    silu(x W1) is the gate, x W3 the value it lets through; W2 maps back to d_model.
+    silu(x W_gate) is the gate, x W_up the value it lets through; W_down maps back to d_model (the
+    W1, W3 and W2 of the paper and the API contract).
 
     Example:
         >>> import tinygrad_attn as ta
@@ -60,14 +61,14 @@ class SwiGLU(Module):
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False):
         check_sizes("SwiGLU", d_model=d_model, d_ff=d_ff)
-        self.w1 = Linear(d_model, d_ff, bias)
-        self.w2 = Linear(d_ff, d_model, bias)
-        self.w3 = Linear(d_model, d_ff, bias)
+        self.gate_proj = Linear(d_model, d_ff, bias)
+        self.up_proj = Linear(d_model, d_ff, bias)
+        self.down_proj = Linear(d_ff, d_model, bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        gate = self.w1(x).silu()                                        # silu(x W1) (…, d_ff)
+        gate = self.gate_proj(x).silu()                                 # silu(x W_gate) (…, d_ff)
         gate.name = "gate"
-        return self.w2(gate * self.w3(x))                               # (…, d_model)
+        return self.down_proj(gate * self.up_proj(x))                   # (…, d_model)
 
 
 NORMS = {"layer": LayerNorm, "rms": RMSNorm}

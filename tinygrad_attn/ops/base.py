@@ -110,6 +110,7 @@ class Op:
     grad_read_only: bool = False
     half_in_single: bool = False
     textbook: type[Op] | None = None
+    ulps: float = 0.0           # a kernel's largest difference from its textbook op (kernels/registry.py)
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ class _PiecewiseConstant(Op):
     so its slope is 0 wherever it exists, and taken as 0 at the jumps too, as PyTorch does."""
 
     formula = {"x": "dx = 0"}
-    cases = (Case((3, 4)),)
+    cases: tuple[Case, ...] = (Case((3, 4)),)
 
     @staticmethod
     def backward(ctx, grad):

@@ -313,10 +313,10 @@ def config_for(model: TinyTransformer) -> dict[str, Any]:
                    "Llama-like (RMSNorm, SwiGLU, RoPE)")
     _refuse_unless(attn.scale is None, "Llama-like models scale scores by 1/sqrt(head_dim)")
     qkv, out, mlp = (attn.q_proj.bias is not None, attn.out_proj.bias is not None,
-                     block.mlp.w1.bias is not None)
+                     block.mlp.gate_proj.bias is not None)
     llama_like = {**common, "hidden_size": attn.d_model, "num_attention_heads": attn.num_heads,
                   "num_key_value_heads": attn.n_kv_heads, "num_hidden_layers": len(model.blocks),
-                  "head_dim": attn.d_head, "intermediate_size": block.mlp.w1.weight.shape[1],
+                  "head_dim": attn.d_head, "intermediate_size": block.mlp.gate_proj.weight.shape[1],
                   "max_position_embeddings": model.max_len, "rope_theta": attn.rope_base,
                   "rms_norm_eps": model.ln_f.eps, "hidden_act": "silu"}
     if attn.window is not None:

@@ -19,14 +19,13 @@ from ..errors import CheckpointError, TokenizerError
 from ..nn import TinyTransformer
 from ..text import HuggingFaceTokenizer
 from ..training import load_run
+from ..training.run_folder import CHECKPOINT
 from .configs import options_from_config
 from .names import GPT2_BUFFERS, checkpoint_shapes, layers_held, links
 from .run_tokenizer import task_tokenizer
 from .safetensors_files import TensorEntry, list_tensors, read_tensor
 
 __all__ = ["load_pretrained"]
-
-RUN_CHECKPOINT = "checkpoint.npz"
 
 
 def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
@@ -52,14 +51,14 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
     if folder.is_file() and folder.suffix == ".npz":            # a run's checkpoint file: as its folder
         folder, checkpoint = folder.parent, folder
     else:
-        checkpoint = folder / RUN_CHECKPOINT
+        checkpoint = folder / CHECKPOINT
     if folder.is_file():
         raise CheckpointError(f"{folder}: a file, not a folder: give a model folder (config.json, "
-                              f"model.safetensors, tokenizer.json) or a run folder (or its checkpoint.npz), "
+                              f"model.safetensors, tokenizer.json) or a run folder (or its {CHECKPOINT}), "
                               f"such as the folder that holds this file, {folder.parent}")
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: no such folder (a model folder holds config.json and "
-                              f"model.safetensors, a run folder checkpoint.npz)")
+                              f"model.safetensors, a run folder {CHECKPOINT})")
     if checkpoint.is_file() and not (folder / "config.json").exists():
         run = load_run(checkpoint, device="cpu")                 # a text run keeps its tokenizer
         return run.model.eval(), getattr(run.task, "tokenizer", None) or task_tokenizer()

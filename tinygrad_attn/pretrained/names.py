@@ -82,8 +82,8 @@ def _llama(params: set[str], layers: int) -> list[Link]:
         for theirs, ours in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"),
                              ("o_proj", "out_proj")):
             out += _linear(f"{h}.self_attn.{theirs}", f"{b}.attn.{ours}", has(f"{b}.attn.{ours}.bias"))
-        for theirs, ours in (("gate_proj", "w1"), ("up_proj", "w3"), ("down_proj", "w2")):
-            out += _linear(f"{h}.mlp.{theirs}", f"{b}.mlp.{ours}", has(f"{b}.mlp.{ours}.bias"))
+        for name in ("gate_proj", "up_proj", "down_proj"):                 # SwiGLU's names are theirs
+            out += _linear(f"{h}.mlp.{name}", f"{b}.mlp.{name}", has(f"{b}.mlp.{name}.bias"))
     return out + [Link("model.norm.weight", ("ln_f.weight",))]
 
 
@@ -100,6 +100,7 @@ def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tup
     options its config gives (``configs.options_from_config``), before any model is built: the
     weight files' headers are checked against it. The LM head only when it is not tied."""
     v, d, ff, layers = options["vocab_size"], options["d_model"], options["d_ff"], options["num_layers"]
+    out: dict[str, tuple[int, ...]]
     if model_type == "gpt2":
         out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (options["max_len"], d)}
         for i in range(layers):

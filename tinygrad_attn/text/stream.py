@@ -28,7 +28,8 @@ class TextStream:
     """Token ids in, the new text out (see the module's docstring). `tokenizer` has ``decode``."""
 
     def __init__(self, tokenizer: Any):
-        self.tokenizer, self.ids, self.text = tokenizer, [], ""      # text: what was given out
+        self.tokenizer, self.text = tokenizer, ""                      # text: what was given out
+        self.ids: list[int] = []
 
     def add(self, ids: Iterable[int]) -> str:
         """Append `ids`; the text they make sure of ("" while a character is incomplete)."""

@@ -41,7 +41,10 @@ __all__ = ["CharTokenizer", "HuggingFaceTokenizer", "MAX_BPE_VOCABULARY", "load_
 class _Tokenizer:
     """What both kinds share: saving, and checking ids before decoding them."""
 
-    vocab_size: int
+    @property
+    def vocab_size(self) -> int:
+        """How many ids there are: 0 to vocab_size − 1."""
+        raise NotImplementedError
 
     def to_json(self) -> str:
         raise NotImplementedError

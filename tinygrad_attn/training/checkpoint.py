@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ..files import save_error, write_atomically
+from .run_folder import CHECKPOINT
 
 __all__ = ["FORMAT", "load", "save"]
 
@@ -66,7 +67,7 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
         raise CheckpointError(f"{path}: no such checkpoint file")
     kind = _kind(path)
     if kind is not None:        # not a zip: say what it is, never NumPy's advice about pickles
-        beside = path.with_name("checkpoint.npz")
+        beside = path.with_name(CHECKPOINT)
         hint = f"; the checkpoint of this run is {beside}" if beside != path and beside.is_file() else ""
         raise CheckpointError(f"{path}: not a readable tinygrad_attn checkpoint ({kind}, not an .npz "
                               f"archive){hint}")

@@ -33,9 +33,10 @@ try:
 except ImportError:         # Windows: no file locks, the lock file is created exclusively instead
     fcntl = None
 
-__all__ = ["LOCK", "RUN_FILES", "RunFolder", "RunFolderError"]
+__all__ = ["CHECKPOINT", "LOCK", "RUN_FILES", "RunFolder", "RunFolderError"]
 
-RUN_FILES = ("checkpoint.npz", "metrics.json", "loss.png", "attention.png")
+CHECKPOINT = "checkpoint.npz"       # the run's checkpoint, the one name every reader and writer uses
+RUN_FILES = (CHECKPOINT, "metrics.json", "loss.png", "attention.png")
 LOCK = "lock"
 
 
@@ -60,7 +61,7 @@ class RunFolder:
         self.overwrite = overwrite
         self.continues = continues
         self.make_parent = make_parent
-        self.checkpoint = self.path / "checkpoint.npz"
+        self.checkpoint = self.path / CHECKPOINT
         self._locked = False
         self._fd: int | None = None
 

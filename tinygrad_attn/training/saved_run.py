@@ -19,12 +19,12 @@ from . import checkpoint
 from .config import TrainConfig, config_from_dict
 from .loop import History, TrainState, make_model
 from .random_state import restore_rng_states, rng_states
+from .run_folder import CHECKPOINT
 from .tasks import Task, get_task
 from .text_task import TextTask
 
-__all__ = ["CHECKPOINT", "Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
+__all__ = ["Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
 
-CHECKPOINT = "checkpoint.npz"       # a run folder's checkpoint
 _PROBE = "probe/logits"             # the model's logits on a fixed input when saved (see _probe_logits)
 
 

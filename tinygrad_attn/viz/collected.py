@@ -186,7 +186,7 @@ class CollectedGraph:
     @property
     def ops(self) -> list[str]:
         """The op names drawn as op nodes (ops inside folded modules are not)."""
-        return [node.op for node in self.nodes if node.kind == "op"]
+        return [node.op for node in self.nodes if node.kind == "op" and node.op is not None]
 
     @property
     def step_nodes(self) -> dict[int, str]:

@@ -139,7 +139,7 @@ def mlp(fused: bool = True) -> Example:
     logits = model(x)
     rows, features = [f"x{i}" for i in range(4)], ["f0", "f1", "f2"]
     units, classes = [f"h{j}" for j in range(4)], ["class 0", "class 1"]
-    probs = _probabilities(logits)
+    probs, params = _probabilities(logits), dict(model.named_parameters())
     intro = "\n".join([
         "model: 3 input features → 4 hidden units (ReLU) → 2 class logits",
         "    z = x · fc1.weight + fc1.bias          (4 points × 4 hidden units)",
@@ -149,12 +149,12 @@ def mlp(fused: bool = True) -> Example:
         "input, value of x (4 points, 3 features each):", _matrix(x.numpy(), rows, features),
         f"targets  classes {targets.tolist()} (one per point)",
         "parameters (seed 0), every number the forward pass uses:",
-        _parameter("fc1.weight", model.fc1.weight.numpy(), features, units,
+        _parameter("fc1.weight", params["fc1.weight"].numpy(), features, units,
                    "rows: input features, columns: hidden units"),
-        _parameter("fc1.bias", model.fc1.bias.numpy(), [""], units, "one per hidden unit"),
-        _parameter("fc2.weight", model.fc2.weight.numpy(), units, classes,
+        _parameter("fc1.bias", params["fc1.bias"].numpy(), [""], units, "one per hidden unit"),
+        _parameter("fc2.weight", params["fc2.weight"].numpy(), units, classes,
                    "rows: hidden units, columns: classes"),
-        _parameter("fc2.bias", model.fc2.bias.numpy(), [""], classes, "one per class"),
+        _parameter("fc2.bias", params["fc2.bias"].numpy(), [""], classes, "one per class"),
         "predicted probabilities, value of softmax(logits) (rows: points, columns: classes):",
         _matrix(probs, rows, classes),
         "loss = mean over points of −log p(target) = ("
@@ -214,7 +214,7 @@ def llama(fused: bool = True) -> Example:
         "query heads 0 and 1 both reading kv head 0, then x + swiglu(rms_norm(x)), rms_norm, linear head",
         _parameter("tok_emb.weight", net.tok_emb.weight.numpy(), list(WORDS), [str(j) for j in range(8)],
                    "the token embeddings: row w is word w's vector, X picks rows 0, 1, 2"),
-        _parameter("head.bias", net.head.bias.numpy(), [""], list(WORDS),
+        _parameter("head.bias", dict(net.named_parameters())["head.bias"].numpy(), [""], list(WORDS),
                    "added to every row of ln_f's output · head.weight (step 1 prints both)"),
         "predicted probabilities, value of softmax(logits) (rows: positions, columns: next word):",
         _matrix(_probabilities(logits), list(tokens), list(WORDS))])

@@ -163,7 +163,7 @@ def script_safe_json(data: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath("explorer_assets", name).read_text(encoding="utf-8")
+    return (resources.files(__package__) / "explorer_assets" / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

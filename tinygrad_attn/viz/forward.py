@@ -103,8 +103,8 @@ def forward_steps(loss: Tensor, tokens: tuple[str, ...] | None = None,
     """
     backward = engine.backward_order(loss)
     order = {id(t): i for i, t in enumerate(backward)}
-    for index, t in enumerate(sorted(backward, key=lambda t: t.node.made)):
-        node = t.node
+    made = [(t.node, t) for t in backward if t.node is not None]      # all of them: ops made them
+    for index, (node, t) in enumerate(sorted(made, key=lambda pair: pair[0].made)):
         yield ForwardStep(
             index=index, backward_index=order[id(t)], op=node.op.name, computes=op_math(node.op),
             name=label(t, order), module=scope_name(node.scope),

@@ -23,7 +23,7 @@ def axis_names(t: Any) -> tuple[str, ...] | None:
     if t is None or len(t.shape) != 4:
         return None
     permutations: list[tuple[int, ...]] = []        # transposes met on the way back, last first
-    names = HEAD_MAJOR
+    names: tuple[str, ...] = HEAD_MAJOR
     while t.node is not None:
         op, parent = t.node.op.name, t.node.parents[0] if t.node.parents else None
         if parent is None:

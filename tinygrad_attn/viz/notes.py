@@ -46,6 +46,7 @@ class Notes:
         """(notes, parts) of step `index`; `parts` are (source, gradient) when several ops sent one;
         `head`: notes on per-head matrices name only that head's (the ones the stepper prints)."""
         t, node = event.tensor, event.tensor.node
+        assert node is not None                 # backward visits only tensors an op made
         parts = tuple(self.parts.pop(id(t), ()))
         notes = []
         if len(parts) > 1:
@@ -89,7 +90,8 @@ def _in(node: Any) -> str:
 
 def _masked_scores(node: Any) -> np.ndarray:
     """The softmax step's logits as its op saw them: −inf where the keep mask is False."""
-    x, keep, bias = (None if p is None else to_numpy(p.data) for p in node.parents)
+    x = to_numpy(node.parents[0].data)
+    keep, bias = (None if p is None else to_numpy(p.data) for p in node.parents[1:])
     z = x if bias is None else x + bias
     return z if keep is None else np.where(keep, z, -np.inf)
 
@@ -104,7 +106,7 @@ def attention_zeros(p: np.ndarray, ds: np.ndarray, scores: np.ndarray | None, to
     dP's entry at the one key summed in another order), the note says so and gives the value."""
     notes, shape = [], p.shape
     lead = list(np.ndindex(shape[:-2]))
-    p, ds = p.reshape((-1,) + p.shape[-2:]), ds.reshape((-1,) + ds.shape[-2:])
+    p, ds = p.reshape(-1, *p.shape[-2:]), ds.reshape(-1, *ds.shape[-2:])       # one matrix each
     dp = None if dp is None else dp.reshape(p.shape)
     if scores is not None:
         masked = np.isneginf(np.broadcast_to(scores, shape)).reshape(p.shape)
@@ -256,7 +258,7 @@ def _unpicked_zero(node: Any) -> list[str]:
     if picked.all():
         return []
     name = tensor_label(x)
-    rows = np.flatnonzero(~picked.reshape(len(picked), -1).any(axis=1)) if x.ndim > 1 else []
+    rows = np.flatnonzero(~picked.reshape(len(picked), -1).any(axis=1)) if x.ndim > 1 else np.array([], int)
     which = f"rows {rows.tolist()} (ids that do not occur in the input)" if len(rows) and \
         (~picked).sum() == len(rows) * picked[0].size else f"{int((~picked).sum())} elements"
     return [f"dL/d({name}) is 0 in {which}: the index never picked them, so no gradient flows there"]

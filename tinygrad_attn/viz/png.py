@@ -54,7 +54,7 @@ def _paint(ax: Any, ops: list[dict[str, Any]], zorder: int) -> None:
     for op in ops:
         kind = op["op"]
         dashes = "--" if "dashed" in style else ":" if "dotted" in style else "-"
-        line = {"edgecolor": pen, "linestyle": dashes, "linewidth": 0.9, "zorder": zorder}
+        line: dict[str, Any] = {"edgecolor": pen, "linestyle": dashes, "linewidth": 0.9, "zorder": zorder}
         face = fill if kind.isupper() else "none"          # upper-case ops are filled shapes
         if kind == "c":
             pen = _color(op["color"])

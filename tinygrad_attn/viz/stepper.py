@@ -104,6 +104,12 @@ class Step:
     head: int | None = None
     whole: float | None = None
 
+    @property
+    def node(self) -> engine.Node:
+        """The node of the op this step went back through (an op made the step's tensor)."""
+        assert self.tensor.node is not None
+        return self.tensor.node
+
     def __str__(self) -> str:
         where = f"  (in {self.module})" if self.module else ""
         lines = [f"step {self.index}: {self.op} → {self.name} {self.output_shape}{where}"]
@@ -113,7 +119,7 @@ class Step:
         shown = {id(inside.array): inside.symbol for inside in self.insides}
         out_axes, in_axes = self.layouts()
         if self.saved:
-            labels = self.tensor.node.op.residuals
+            labels = self.node.op.residuals
             lines.append(f"  saved by forward: {', '.join(labels[name] for name in self.saved)}")
             for name, value in zip(self.saved, self.saved_values):
                 if id(value) in shown:
@@ -159,13 +165,13 @@ class Step:
     def layouts(self) -> tuple[tuple[str, ...] | None, tuple[tuple[str, ...] | None, ...]]:
         """The axis names (``layout.axis_names``) of the output and of each input: what the
         leading axes of a 4-D gradient are, (batch, head) or (batch, token)."""
-        return axis_names(self.tensor), tuple(axis_names(p) for p in self.tensor.node.parents)
+        return axis_names(self.tensor), tuple(axis_names(p) for p in self.node.parents)
 
     def saved_label(self, name: str, value: Any) -> str:
         """How the op labels a saved array, and which input it is when that input has a name of
         its own: 'x (the input) = hidden', 'W (the weight matrix) = fc2.weight'."""
-        label = self.tensor.node.op.residuals[name]
-        for parent, input_name in zip(self.tensor.node.parents, self.input_names):
+        label = self.node.op.residuals[name]
+        for parent, input_name in zip(self.node.parents, self.input_names):
             if parent is not None and parent.data is value and input_name not in ("leaf", "const") \
                     and not label.startswith(input_name):
                 return f"{label} = {input_name}"
@@ -173,7 +179,7 @@ class Step:
 
     def saved_axes(self, value: Any) -> tuple[str, ...] | None:
         """The axis names of a saved array: its input's or the output's when it is their data."""
-        for t in (*self.tensor.node.parents, self.tensor):
+        for t in (*self.node.parents, self.tensor):
             if t is not None and t.data is value:
                 return axis_names(t)
         return None
@@ -219,6 +225,7 @@ def backprop_steps(loss: Tensor, grad: Any = None, tokens: tuple[str, ...] | Non
     seed = seed_gradient(loss, grad, "backprop_steps")
     for index, event in enumerate(engine.backward_steps(loss, seed, trace=True)):
         node = event.tensor.node
+        assert node is not None                 # backward visits only tensors an op made
         insides = tuple(Inside(symbol, equation, event.trace[symbol])
                         for symbol, equation in node.op.insides if event.trace and symbol in event.trace)
         step_notes, parts = notes.explain(index, event, insides, tokens, head)

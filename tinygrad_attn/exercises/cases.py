@@ -1,13 +1,10 @@
-"""The exercises the ``check`` command knows, and their cases, checked one by one.
+"""The exercises the checker knows, and their cases.
 
 Each case (``CheckCase``) has two halves. ``run`` gives the learner's code the case's inputs and
 returns what is wrong (for the message) and the arrays their code computed; it runs in the child
-process that ``check`` starts (``python -m tinygrad_attn.commands.exercises FILE FD NAME``), which
-writes ``{"ready": true}`` to the pipe FD once started (the solution's time limit begins there),
-imports the learner's file and writes one JSON line per case: ``{"start": n}``, then
-``{"passed": n, "results": …}``, ``{"fail": n, "message": …}`` or ``{"missing": n, …}``.
-``expected`` computes the true arrays from this package alone, never from the learner's code: the
-parent (``check.py``) calls it and compares, so no line a solution writes can make a pass.
+process that the checker starts (``child.py``). ``expected`` computes the true arrays from this
+package alone, never from the learner's code: the parent (``checker.py``) calls it and compares,
+so no line a solution writes can make a pass.
 
 A backward exercise is gradient-checked (float64 central differences through a random cotangent)
 one input at a time, so that a failure names the input, the case and the element. The scalar
@@ -17,14 +14,10 @@ gradients; the online-softmax update with the whole-row softmax.
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import functools
 import random
-import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -37,9 +30,8 @@ from ..gradcheck import case_inputs, gradcheck, gradient_pairs
 from ..ops.base import Case
 from ..tensor import Tensor
 
-__all__ = ["EXERCISES", "CheckCase", "Exercise", "attention_by_blocks", "backward_cases", "case_count",
-           "describe_error", "encode_results", "error_message", "exercise_cases", "failing_function", "load",
-           "numeric_gradient_cases", "online_softmax_cases", "run_child", "scalar_engine_cases"]
+__all__ = ["EXERCISES", "CheckCase", "Exercise", "Results", "attention_by_blocks", "backward_cases",
+           "exercise_cases", "numeric_gradient_cases", "online_softmax_cases", "scalar_engine_cases"]
 
 Results = dict[str, np.ndarray]
 
@@ -108,14 +100,6 @@ EXERCISES: dict[str, Exercise] = {
 }
 
 
-def load(path: Path) -> ModuleType:
-    """Import the learner's file as a fresh module (it is their own code)."""
-    spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # ---- backward exercises: gradcheck, one input at a time ----------------------------------------
 
 def backward_cases(exercise: Exercise) -> list[CheckCase]:
@@ -123,6 +107,8 @@ def backward_cases(exercise: Exercise) -> list[CheckCase]:
     gives the op's output and its gradients for a fixed random cotangent, which the parent
     compares with the same from ``exercise.reference``."""
     rng = np.random.default_rng(0)
+    reference = exercise.reference
+    assert reference is not None, exercise.attribute           # every backward exercise has one
     cases = []
     for number, (description, case) in enumerate(exercise.cases):
         arrays = [x.data for x in case_inputs(case, rng)]
@@ -134,9 +120,8 @@ def backward_cases(exercise: Exercise) -> list[CheckCase]:
                 return problem, {}
             return None, _output_and_gradients(exercise, lambda *xs, **p: apply(op, *xs, **p), arrays, case,
                                                number)
-        cases.append(CheckCase(f"{description}; inputs {shapes}", run,
-                               lambda arrays=arrays, case=case, number=number: _output_and_gradients(
-                                   exercise, exercise.reference, arrays, case, number)))
+        cases.append(CheckCase(f"{description}; inputs {shapes}", run, functools.partial(
+            _output_and_gradients, exercise, reference, arrays, case, number)))
     return cases
 
 
@@ -180,9 +165,11 @@ _OPERATIONS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lamb
                "tanh": lambda a, _: a.tanh(), "exp": lambda a, _: (a * 0.3).exp()}
 
 
-def _random_expression(leaves: list, rng: random.Random, n_ops: int) -> Any:
-    """An expression of `n_ops` random operations over `leaves`, reusing earlier results (so some
-    values have several consumers), from objects that support + − * tanh exp (Values or Tensors)."""
+def _random_expression(leaves: list, seed: int, n_ops: int = 8) -> Any:
+    """An expression of `n_ops` random operations over `leaves` (the same for one `seed`), reusing
+    earlier results (so some values have several consumers), from objects that support + − * tanh
+    exp (Values or Tensors)."""
+    rng = random.Random(seed)
     pool = list(leaves)
     for _ in range(n_ops):
         a, b = rng.choice(pool), rng.choice(pool)
@@ -238,7 +225,7 @@ def scalar_engine_cases() -> list[CheckCase]:
     return [case("L = a · b + a: a is used twice, so its gradients add (b + 1)",
                  lambda v: v[0] * v[1] + v[0], 0),
             *(case(f"random expression {seed} of 8 operations over a, b, c, some results used twice",
-                   lambda v, seed=seed: _random_expression(v, random.Random(seed), 8), seed)
+                   functools.partial(_random_expression, seed=seed), seed)
               for seed in range(1, 6)),
             CheckCase("a chain 3,000 operations deep (a recursive toposort hits Python's recursion limit)",
                       deep, lambda: {"grads": np.array([1.0])}, rtol=0.0, atol=0.0)]
@@ -373,8 +360,8 @@ def attention_by_blocks(update: Callable, scores: np.ndarray, values: np.ndarray
 def online_softmax_cases() -> list[CheckCase]:
     """O and L from the learner's `update` against the whole-row softmax."""
     return [CheckCase(f"{description}; scores {scores.shape}, values {values.shape}",
-                      lambda update, s=scores, v=values, b=block_size: _check_online(update, s, v, b),
-                      lambda s=scores, v=values: _whole_row_softmax(s, v), rtol=1e-9, atol=1e-12)
+                      functools.partial(_check_online, scores=scores, values=values, block_size=block_size),
+                      functools.partial(_whole_row_softmax, scores, values), rtol=1e-9, atol=1e-12)
             for description, scores, values, block_size in _online_inputs()]
 
 
@@ -419,101 +406,3 @@ def exercise_cases(name: str) -> list[CheckCase]:
     if name == "online_softmax":
         return online_softmax_cases()
     return backward_cases(EXERCISES[name])
-
-
-def case_count(name: str) -> int:
-    """How many cases exercise `name` has."""
-    return len(exercise_cases(name))
-
-
-def encode_results(results: Results) -> dict[str, dict[str, list]]:
-    """The arrays as JSON: float64 values (NaN and ±inf as JSON's NaN and Infinity) and a shape."""
-    encoded = {}
-    for key, array in results.items():
-        array = np.asarray(array, dtype=np.float64)
-        encoded[key] = {"shape": list(array.shape), "values": array.ravel().tolist()}
-    return encoded
-
-
-def describe_error(error: BaseException) -> str:
-    """'TypeError: message' for an exception of the learner's code ('KeyboardInterrupt' when it
-    has no message)."""
-    text = error_message(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def error_message(error: BaseException) -> str:
-    """str(error), also when the learner's exception cannot make one (a __str__ that raises)."""
-    try:
-        return str(error)
-    except BaseException as inner:          # noqa: B036 - their __str__ may raise anything
-        return f"(its message could not be shown: str() raised {type(inner).__name__})"
-
-
-def failing_function(error: BaseException, path: Path) -> str:
-    """The learner's function that raised `error` (the last frame in their file), as
-    'Softmax.backward (line 30)' or 'online_update (line 29)'."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == path]
-    if not frames:
-        return "your code"
-    qualified = _qualified_names(path).get(frames[-1].lineno, frames[-1].name)
-    return f"{qualified} (line {frames[-1].lineno})"
-
-
-def _qualified_names(path: Path) -> dict[int, str]:
-    """Line number → 'Class.method' or 'function' for each line of a function in the file."""
-    import ast
-
-    names: dict[int, str] = {}
-
-    def walk(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                walk(child, f"{prefix}{child.name}.")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for line in range(child.lineno, (child.end_lineno or child.lineno) + 1):
-                    names[line] = f"{prefix}{child.name}"
-    walk(ast.parse(path.read_text()), "")
-    return names
-
-
-def run_child(path: Path, report: int | str | Path, name: str) -> None:
-    """Import the learner's file and run every case, writing one JSON line per event to `report`
-    (a pipe's file descriptor, or a file): what the parent reads, never trusts for a pass."""
-    with open(report, "w", buffering=1, encoding="utf-8") as out:
-        def send(**entry: Any) -> None:
-            out.write(json.dumps(entry) + "\n")
-            out.flush()
-        send(ready=True)                            # started: the solution's time limit begins
-        try:
-            module = load(path)
-        except BaseException as error:              # noqa: B036 - the learner's file: anything is theirs
-            send(error=f"your file could not be imported: {describe_error(error)}")
-            return
-        attribute = EXERCISES[name].attribute
-        if name != "scalar_engine" and not hasattr(module, attribute):
-            send(error=f"your file defines no {attribute}: the exercise asks you to complete it")
-            return
-        target = module if name == "scalar_engine" else getattr(module, attribute)
-        with np.errstate(all="ignore"):
-            for number, case in enumerate(exercise_cases(name), start=1):
-                send(start=number, description=case.description)
-                try:
-                    problem, results = case.run(target)
-                    encoded = encode_results(results)
-                except NotImplementedError as error:
-                    send(missing=number, function=failing_function(error, path), message=error_message(error))
-                    return
-                except BaseException as error:      # noqa: B036 - the learner's code, also sys.exit, Ctrl-C
-                    where = failing_function(error, path)
-                    exits = " (a solution must not call sys.exit())" if isinstance(error, SystemExit) else ""
-                    send(fail=number, message=f"{where} raised {describe_error(error)}{exits}")
-                    return
-                if problem is not None:
-                    send(fail=number, message=problem)
-                    return
-                send(passed=number, results=encoded)
-
-
-if __name__ == "__main__":
-    run_child(Path(sys.argv[1]).resolve(), int(sys.argv[2]), sys.argv[3])
