@@ -28,9 +28,8 @@ import time
 from blas_threads import one_blas_thread
 
 from tinygrad_attn.training.config import TrainConfig
-from tinygrad_attn.training.evaluation import accuracy
 from tinygrad_attn.training.loop import make_model, train
-from tinygrad_attn.training.tasks import ADD_DIGITS, EQUALS, PLUS, Add, get_task
+from tinygrad_attn.training.tasks import ADD_DIGITS, EQUALS, PLUS, Add, accuracy, get_task
 
 
 class AddMostSignificantFirst(Add):

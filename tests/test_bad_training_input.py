@@ -17,7 +17,8 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.errors import DeviceError
 from tinygrad_attn.training import DivergedError, TrainConfig, TrainState, checkpoint, make_model, train
 from tinygrad_attn.training.config import ConfigError
-from tinygrad_attn.training.tasks import END, EQUALS, PLUS, SEP, _count_held_out, get_task, is_held_out
+from tinygrad_attn.training.held_out import family_held_out_count, is_held_out
+from tinygrad_attn.training.tasks import END, EQUALS, PLUS, SEP, get_task
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 NAN, INF = math.nan, math.inf
@@ -322,9 +323,9 @@ def test_held_out_pools_are_counted_exactly_and_bound_the_eval_size():
     digits = range(10)
     family = (digits,) * 3 + ((PLUS,),) + (digits,) * 2 + ((EQUALS,),)         # 10⁵ prompts
     brute = sum(is_held_out(list(p)) for p in itertools.product(*family))
-    assert _count_held_out(family) == brute > 0
+    assert family_held_out_count(family) == brute > 0
     lists = get_task("sort").families()[:4]                                    # 1-4 digits, then "|"
-    assert sum(map(_count_held_out, lists)) == sum(
+    assert sum(map(family_held_out_count, lists)) == sum(
         is_held_out(list(p) + [SEP]) for n in range(1, 5) for p in itertools.product(digits, repeat=n))
     add = get_task("add")
     with pytest.raises(ValueError, match="add: asked for 60000 held-out prompts, but only 49607 exist"):

@@ -32,7 +32,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, ready, argv = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started ignoring it
-calls, real_batch = [0], tasks.Task.batch
+calls, real_batch = [0], tasks.ToyTask.batch
 def batch(task, rng, size):
     calls[0] += 1
     if calls[0] == at:
@@ -46,7 +46,7 @@ def batch(task, rng, size):
             time.sleep(0.001)
         signal.signal(signal.SIGINT, handler)
     return real_batch(task, rng, size)
-tasks.Task.batch = batch
+tasks.ToyTask.batch = batch
 sys.exit(cli.main(argv))
 """
 

@@ -42,7 +42,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, number, ready, argv = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
 signal.signal(number, signal.SIG_DFL)       # as in a terminal, even if started ignoring it (nohup)
-calls, real_batch = [0], tasks.Task.batch
+calls, real_batch = [0], tasks.ToyTask.batch
 def batch(task, rng, size):
     calls[0] += 1
     if calls[0] == at:
@@ -56,7 +56,7 @@ def batch(task, rng, size):
             time.sleep(0.001)
         signal.signal(number, handler)
     return real_batch(task, rng, size)
-tasks.Task.batch = batch
+tasks.ToyTask.batch = batch
 sys.exit(cli.main(argv))
 """
 

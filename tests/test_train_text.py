@@ -10,8 +10,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer, visible
 from tinygrad_attn.training import TrainConfig, TrainState, checkpoint, load_run, make_model, save_run, train
-from tinygrad_attn.training.evaluation import validation_loss
-from tinygrad_attn.training.text_task import TextTask
+from tinygrad_attn.training.text_task import TextTask, validation_loss
 
 # About 3 KB of text with a pattern a one-layer model picks up in a few dozen steps.
 TEXT = "".join(f"def f{i % 7}(x):\n    return x + {i % 5}\n" for i in range(100))

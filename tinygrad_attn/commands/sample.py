@@ -23,7 +23,7 @@ from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
 from ..text import TextStream
 from ..training import answer, load_run
-from ..training.tasks import Task, decode
+from ..training.tasks import ToyTask, decode
 from ..training.text_task import TextTask
 
 __all__ = ["add_parser", "load_model", "run"]
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
+def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, ToyTask]:
     """The model to sample from and its task (a text run's holds its tokenizer): the one place
     that decides what a `sample` command loads. A Hugging Face folder (``--model PATH``, or a
     folder with config.json) is a text task over its tokenizer.json, read max_len tokens at a time."""

@@ -41,7 +41,7 @@ from ..training.config import ConfigError
 from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
 from ..training.saved_run import checkpoint_file, saved_step
-from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
+from ..training.tasks import TASKS, VOCAB, ToyTask, decode, get_task
 from ..training.text_task import TextTask
 from . import train_text
 
@@ -156,7 +156,7 @@ def _check_saving_flags(args: argparse.Namespace) -> None:
 
 
 def _continue_run(source: Path, task_name: str, overrides: dict[str, object]
-                  ) -> tuple[TinyTransformer, TrainState, TrainConfig, Task]:
+                  ) -> tuple[TinyTransformer, TrainState, TrainConfig, ToyTask]:
     """The run saved in `source` with the flags given applied, and its task; ValueError for a
     flag that may not change or for a run of another task."""
     model, state, config, task = load_run(source, overrides.get("device"))
@@ -173,7 +173,7 @@ def _continue_run(source: Path, task_name: str, overrides: dict[str, object]
     return model, state, config, task
 
 
-def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) -> RunFolder:
+def _output_folder(args: argparse.Namespace, task: ToyTask, source: Path | None) -> RunFolder:
     """``--out``, else the resumed run's own folder, else runs/TASK (making runs/ if needed)."""
     if args.out is not None:
         return RunFolder(args.out, overwrite=args.overwrite, continues=source)
@@ -182,7 +182,7 @@ def _output_folder(args: argparse.Namespace, task: Task, source: Path | None) ->
     return RunFolder(Path("runs", task.name), overwrite=args.overwrite, make_parent=True)
 
 
-def _train_and_report(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
+def _train_and_report(args: argparse.Namespace, task: ToyTask, config: TrainConfig, model: TinyTransformer,
                       state: TrainState, held_out: list[list[int]] | None, folder: RunFolder) -> int:
     """Train with a progress bar and checkpoints (a text run: with the validation loss and a
     sample every --eval-every steps); evaluate when all steps are done."""
@@ -245,7 +245,7 @@ class _Checkpoints:
     """
 
     def __init__(self, path: Path, model: TinyTransformer, state: TrainState, config: TrainConfig,
-                 task: Task, save_every: int):
+                 task: ToyTask, save_every: int):
         self.path, self.model, self.state, self.config, self.task = path, model, state, config, task
         self.save_every = save_every
         self.pending: tuple[int, dict, dict] | None = None
@@ -281,7 +281,7 @@ def _progress_write(line: str) -> None:
     tqdm.write(line, file=sys.stdout)
 
 
-def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, model: TinyTransformer,
+def _train_saving(args: argparse.Namespace, task: ToyTask, config: TrainConfig, model: TinyTransformer,
                   state: TrainState, folder: RunFolder, resume_hint: str,
                   after_step: Callable[[int], None] | None = None) -> int | None:
     """Train from `state`, saving to the folder's checkpoint every ``--save-every`` steps, at the
@@ -338,7 +338,7 @@ def _train_saving(args: argparse.Namespace, task: Task, config: TrainConfig, mod
     return None
 
 
-def _after_divergence(saves: _Checkpoints, task: Task, config: TrainConfig, folder: RunFolder,
+def _after_divergence(saves: _Checkpoints, task: ToyTask, config: TrainConfig, folder: RunFolder,
                       resume_hint: str) -> str:
     """What a diverged run kept, and the run to try next with a lower learning rate."""
     lower = min(config.lr / 10, TrainConfig.lr)
@@ -360,7 +360,7 @@ def _is_finite(model: TinyTransformer) -> bool:
     return all(bool(np.isfinite(p.numpy()).all()) for p in model.parameters())
 
 
-def _evaluate(task: Task, config: TrainConfig, model: TinyTransformer, state: TrainState,
+def _evaluate(task: ToyTask, config: TrainConfig, model: TinyTransformer, state: TrainState,
               held_out: list[list[int]], out: Path, seconds: float, resumed_from: int) -> None:
     """Held-out accuracy, metrics.json, the loss curve and the attention grid, each file written
     whole or not at all (SaveError); `seconds` trained steps `resumed_from` + 1 on."""

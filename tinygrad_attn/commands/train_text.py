@@ -23,8 +23,7 @@ from ..text import CharTokenizer, HuggingFaceTokenizer, visible
 from ..text.corpus import DEFAULT_CORPUS, default_corpus, read_corpus
 from ..text.tokenizer import MAX_BPE_VOCABULARY
 from ..training import History, TrainConfig, TrainState, plots
-from ..training.evaluation import characters_per_token, validation_loss
-from ..training.text_task import TextTask
+from ..training.text_task import TextTask, characters_per_token, validation_loss
 
 __all__ = ["DEFAULTS", "TEXT_FLAGS", "Evaluations", "add_arguments", "continue_text", "first_line", "flag",
            "loss_units", "report", "sample_text", "text_task", "trained_for"]

@@ -6,10 +6,10 @@ The names a script needs are here: ``from tinygrad_attn.training import TrainCon
 """
 
 from .config import TrainConfig, config_from_dict
-from .evaluation import accuracy, answer
 from .interrupts import InterruptedMidStep
 from .loop import DivergedError, History, StepOutOfMemory, TrainState, make_model, train
 from .saved_run import Run, load_run, run_contents, save_run
+from .tasks import accuracy, answer
 
 __all__ = ["DivergedError", "History", "InterruptedMidStep", "Run", "StepOutOfMemory", "TrainConfig",
            "TrainState", "accuracy", "answer", "config_from_dict", "load_run", "make_model", "run_contents",

@@ -33,7 +33,7 @@ from .config import ARCHS, TrainConfig
 from .host_memory import keep_freed_memory
 from .interrupts import interrupts_between_steps
 from .random_state import restore_rng_states, rng_states
-from .tasks import IGNORE, Task, get_task
+from .tasks import IGNORE, ToyTask, get_task
 
 __all__ = ["DivergedError", "History", "StepOutOfMemory", "TrainState", "make_model", "train"]
 
@@ -76,7 +76,7 @@ class TrainState:
         return cls(optimizer, np.random.default_rng(config.seed))
 
 
-def make_model(task: str | Task, config: TrainConfig, head_bias: bool | None = None) -> TinyTransformer:
+def make_model(task: str | ToyTask, config: TrainConfig, head_bias: bool | None = None) -> TinyTransformer:
     """A TinyTransformer sized by `config` for `task`, initialised from ``config.seed``.
 
     With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, grouped-query
@@ -105,7 +105,7 @@ def make_model(task: str | Task, config: TrainConfig, head_bias: bool | None = N
     return model.to(config.device)
 
 
-def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
+def train(model: TinyTransformer, task: str | ToyTask, config: TrainConfig,
           on_step: Callable[[int, History], Any] | None = None, state: TrainState | None = None,
           stop_after: int | None = None) -> History:
     """Train with AdamW, linear warmup then cosine decay, and gradient clipping, to ``config.steps``.
@@ -117,7 +117,7 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
 
     Args:
         model: a TinyTransformer, e.g. from `make_model`.
-        task: a Task or its name; batches are drawn from its training split.
+        task: a ToyTask or its name; batches are drawn from its training split.
         config: the hyperparameters.
         on_step: called as ``on_step(step, history)`` after every step (step counts from 1).
         state: a run to continue (from a checkpoint); a fresh one seeded by ``config.seed`` if None.
@@ -153,7 +153,7 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
     return state.history
 
 
-def _step(model: TinyTransformer, task: Task, config: TrainConfig, state: TrainState) -> None:
+def _step(model: TinyTransformer, task: ToyTask, config: TrainConfig, state: TrainState) -> None:
     """One optimizer step; raises DivergedError, with `state` as it was, if it cannot be taken."""
     rngs = rng_states(state)
     lr = warmup_cosine(state.step, config.lr, config.warmup, config.steps, config.min_lr)

@@ -19,7 +19,7 @@ from . import checkpoint
 from .config import TrainConfig, config_from_dict
 from .loop import History, TrainState, make_model
 from .random_state import restore_rng_states, rng_states
-from .tasks import Task, get_task
+from .tasks import ToyTask, get_task
 from .text_task import TextTask
 
 __all__ = ["CHECKPOINT", "Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
@@ -34,11 +34,11 @@ class Run(NamedTuple):
     model: TinyTransformer
     state: TrainState
     config: TrainConfig
-    task: Task
+    task: ToyTask
 
 
 def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
-             config: TrainConfig, task: Task) -> Path:
+             config: TrainConfig, task: ToyTask) -> Path:
     """Write a run to one checkpoint, atomically: the weights, the optimizer's buffers and the
     history as arrays; the task, the config, the step and the generators' states as metadata.
 
@@ -49,7 +49,7 @@ def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
 
 
 def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
-                 task: Task) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+                 task: ToyTask) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """(arrays, meta) of the checkpoint `save_run` writes: copies, so they keep this step's state
     while training goes on (``checkpoint.save`` writes them)."""
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
@@ -74,7 +74,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
             those weights does not give the logits saved with them (a config edited after
             saving: ``num_heads`` changes no weight's shape), it lacks part of the optimizer's
             state, its generators' states cannot be restored, or it was trained on another
-            encoding of its task (``Task.encoding``).
+            encoding of its task (``ToyTask.encoding``).
         DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
             the message says to load it with device "cpu").
     """
@@ -161,7 +161,7 @@ def _check_config_rebuilds_model(path: Path, model: TinyTransformer, config: Tra
                           f"did when saved ({gap}); the config was edited or the file is damaged")
 
 
-def _check_task_encoding(path: str | os.PathLike, task: Task, saved: Any) -> None:
+def _check_task_encoding(path: str | os.PathLike, task: ToyTask, saved: Any) -> None:
     """CheckpointError when the run was trained on another encoding of its task (a checkpoint
     without the field predates encodings: version 1)."""
     if saved != task.encoding:

@@ -5,7 +5,7 @@ the validation loss. A training batch is `batch_size` windows of ``block_size + 
 random starts inside the training split: the model reads the first ``block_size`` and every
 position predicts the token after it (``targets = ids`` shifted by one), so unlike the toy tasks
 every target counts. No window crosses the split: the training windows end before it, the
-validation windows start after it.
+validation windows start after it. A model is measured by its validation loss on fixed windows.
 
 Example:
     >>> from tinygrad_attn.text import CharTokenizer
@@ -23,17 +23,21 @@ from typing import Any
 
 import numpy as np
 
+from .. import functional as F
+from ..engine import no_grad
 from ..errors import CheckpointError
+from ..nn import TinyTransformer
+from ..tensor import Tensor
 from ..text import CharTokenizer, tokenizer_from_json
 from ..text.tokenizer import Tokenizer
-from .tasks import Task
+from .tasks import ToyTask
 
-__all__ = ["HELD_OUT", "TextTask"]
+__all__ = ["HELD_OUT", "TextTask", "characters_per_token", "validation_loss"]
 
 HELD_OUT = 0.1          # the last tenth of the tokens: the validation split
 
 
-class TextTask(Task):
+class TextTask(ToyTask):
     """Language modelling on one text with a tokenizer and a block size (the model's context).
 
     Attributes:
@@ -146,3 +150,32 @@ def _split(ids: np.ndarray, block_size: int, tokenizer: Tokenizer) -> tuple[np.n
             f"{block_size} plus the {unit[:-1]} after it; give a text of at least {least} {unit} or "
             f"a smaller --block-size (at most {max(len(val) - 1, 0)} for this text)")
     return train, val
+
+
+def validation_loss(model: TinyTransformer, task: TextTask, windows: int, batch_size: int = 32) -> float:
+    """Mean cross-entropy (nats per token) over `windows` fixed windows of the validation split,
+    without grad and without dropout (the model's training mode is restored); it draws nothing
+    random, so a run's random streams are the same with or without it."""
+    ids, targets = task.validation_windows(windows)
+    device = model.head.weight.device
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    try:
+        with no_grad():
+            for i in range(0, len(ids), batch_size):
+                logits = model(Tensor(ids[i:i + batch_size], device=device))          # (b, T, V)
+                loss = F.cross_entropy(logits, Tensor(targets[i:i + batch_size], device=device))
+                total += loss.item() * len(ids[i:i + batch_size])
+    finally:
+        model.train(was_training)
+    return total / len(ids)
+
+
+def characters_per_token(task: TextTask, windows: int) -> float:
+    """How many characters of text each predicted token of ``validation_loss``'s windows holds on
+    average: the loss in nats per token divided by this is the loss in nats per character (every
+    window predicts the same number of tokens, so the ratio is exact). Each window's targets are
+    decoded whole, so a character split over two byte-level tokens counts once."""
+    _, targets = task.validation_windows(windows)
+    return sum(len(task.tokenizer.decode(row.tolist())) for row in targets) / targets.size
