@@ -52,7 +52,7 @@ def _flip_numbers(prompt: list[int]) -> list[int]:
 
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--steps", type=int, default=get_task("add").steps)
+parser.add_argument("--steps", type=int, default=TrainConfig.for_task(get_task("add")).steps)
 parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
 parser.add_argument("--eval-size", type=int, default=500, help="held-out prompts scored")
 args = parser.parse_args()

@@ -102,7 +102,9 @@ def test_checkpoint_shapes_are_those_of_the_model_built(tmp_path):
     for kind in KINDS:
         hf_model(kind, dtype=torch.float32).save_pretrained(tmp_path / kind)
         config = config_from_json(json.loads((tmp_path / kind / "config.json").read_text()))
-        params = dict(ta.load_pretrained(tmp_path / kind)[0].named_parameters())
+        model = ta.load_pretrained(tmp_path / kind)[0]
+        assert model.config == config                       # built from the config.json read
+        params = dict(model.named_parameters())
         from_model = {link.theirs: link.theirs_shape([params[o].shape for o in link.ours])
                       for link in links(kind, set(params), config.num_layers)}
         assert checkpoint_shapes(kind, config) == from_model, kind

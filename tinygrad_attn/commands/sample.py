@@ -22,8 +22,8 @@ from ..nn import TinyTransformer
 from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
 from ..text import TextStream
-from ..training import answer, load_run
-from ..training.tasks import ToyTask, decode
+from ..training import Run, Task, answer
+from ..training.tasks import decode
 from ..training.text_task import TextTask
 
 __all__ = ["add_parser", "load_model", "run"]
@@ -72,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, ToyTask]:
+def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
     """The model to sample from and its task (a text run's holds its tokenizer): the one place
     that decides what a `sample` command loads. A Hugging Face folder (``--model PATH``, or a
     folder with config.json) is a text task over its tokenizer.json, read max_len tokens at a time."""
     path = Path(args.model or args.checkpoint)
     if args.model is None and not (path / "config.json").is_file():
-        model, _, _, task = load_run(path, args.device)
-        return model, task
+        saved = Run.load(path, args.device)
+        return saved.model, saved.task
     model, tokenizer = load_pretrained(path)
     if args.device is not None:
         model.to(args.device)

@@ -18,7 +18,7 @@ from ..dtypes import get_default_dtype
 from ..errors import CheckpointError, TokenizerError
 from ..nn import TinyTransformer, TransformerConfig
 from ..text import HuggingFaceTokenizer
-from ..training import load_run
+from ..training import Run
 from .configs import config_from_json
 from .names import GPT2_BUFFERS, checkpoint_shapes, layers_held, links
 from .run_tokenizer import task_tokenizer
@@ -61,7 +61,7 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
         raise CheckpointError(f"{folder}: no such folder (a model folder holds config.json and "
                               f"model.safetensors, a run folder checkpoint.npz)")
     if checkpoint.is_file() and not (folder / "config.json").exists():
-        run = load_run(checkpoint, device="cpu")                 # a text run keeps its tokenizer
+        run = Run.load(checkpoint, device="cpu")                 # a text run keeps its tokenizer
         return run.model.eval(), getattr(run.task, "tokenizer", None) or task_tokenizer()
     try:
         return _load_folder(folder)

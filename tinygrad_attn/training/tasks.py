@@ -22,12 +22,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..nn import TinyTransformer
+from . import plots
 from .held_out import family_held_out_count, family_held_out_prompts, is_held_out
+from .task import Evaluation, Task
+
+if TYPE_CHECKING:
+    from .config import TrainConfig
+    from .loop import History
 
 __all__ = ["ADD_DIGITS", "Add", "Copy", "IGNORE", "LIST_LEN", "Reverse", "Sort", "TASKS", "ToyTask", "VOCAB",
            "accuracy", "answer", "decode", "get_task"]
@@ -38,18 +46,19 @@ PLUS, EQUALS, SEP, END, PAD = range(10, 15)
 IGNORE = -100
 
 
-class ToyTask:
+class ToyTask(Task):
     """A prompt generator and its solver; subclasses document their encoding on one example.
+
+    As a ``Task``: its held-out set is prompts of the fixed split, a trained model is measured by
+    exact-match accuracy on them (``accuracy``), and the default run is TrainConfig's own (``add``
+    takes more steps).
 
     Attributes:
         name: the task's name on the command line.
         summary: one line for ``--help``.
         example: the docstring's example as text (prompt → answer).
         max_prompt, max_answer: the longest prompt and answer, in tokens (the answer ends in ".").
-        steps: the optimizer steps ``tinygrad-attn train`` takes when ``--steps`` is not given.
-        encoding: the version of the task's encoding, saved in checkpoints: a model trained on
-            another encoding reads every prompt wrong, so loading it is refused.
-        earlier_encodings: what each earlier version of the encoding was, for that refusal.
+        defaults: the TrainConfig settings where this task's run differs from TrainConfig's.
     """
 
     name: str
@@ -57,9 +66,8 @@ class ToyTask:
     example: str
     max_prompt: int
     max_answer: int
-    steps: int = 1000
-    encoding: int = 1
-    earlier_encodings: Mapping[int, str] = MappingProxyType({})
+    defaults: Mapping[str, Any] = MappingProxyType({})
+    held_out_name = "held-out prompts"
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         """One random prompt (held out or not)."""
@@ -164,6 +172,32 @@ class ToyTask:
             if stop_at is not None and total >= stop_at:
                 break
         return total
+
+    def evaluate(self, model: TinyTransformer, config: TrainConfig, history: History,
+                 held_out: list[list[int]]) -> Evaluation:
+        """Exact-match accuracy of greedy answers on the held-out prompts."""
+        acc = accuracy(model, self, held_out)
+        return Evaluation({"held_out_exact_match": acc, "held_out_size": len(held_out)},
+                          f"held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences")
+
+    def draw_figures(self, model: TinyTransformer, history: History, held_out: list[list[int]],
+                     folder: Path) -> None:
+        """The training loss, and every head's attention on the longest held-out prompt and its answer."""
+        plots.loss_curve(history.loss, folder / "loss.png", f"{self.name}: training loss")
+        shown = max(held_out, key=len)
+        example = shown + self.solve(shown)       # the model reads all but the last token
+        maps = [m.numpy()[0] for m in model.attention_maps(np.array([example[:-1]]))]
+        gloss = self.gloss(shown, self.solve(shown))            # add: "92 + 214 = 306"
+        plots.attention_grid(maps, decode(example[:-1]).split(), folder / "attention.png",
+                             f"{self.name}: attention (rows: queries, columns: keys) on held-out "
+                             f"'{decode(shown)}'" + (f" ({gloss})" if gloss else ""))
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> ToyTask:
+        return get_task(meta["name"])
 
 
 def decode(ids: list[int] | np.ndarray) -> str:
@@ -280,10 +314,7 @@ class Add(ToyTask):
                f"{ADD_DIGITS + 1}-digit sum are written least significant digit first")
     example = "2 4 0 + 9 9 1 =  →  1 4 2 0 .  (42 + 199 = 241)"
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
-    steps = 3000
-    encoding = 2
-    earlier_encodings = MappingProxyType(
-        {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"})
+    defaults = MappingProxyType({"steps": 3000})
 
     def families(self) -> list[tuple[Sequence[int], ...]]:
         return [(range(10),) * ADD_DIGITS + ((PLUS,),) + (range(10),) * ADD_DIGITS + ((EQUALS,),)]
@@ -337,14 +368,14 @@ class Add(ToyTask):
 TASKS: dict[str, ToyTask] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
 
 
-def get_task(name: str | ToyTask) -> ToyTask:
-    """The task called `name` (a ToyTask passes through); raises ValueError naming the known tasks.
+def get_task(name: str | Task) -> Task:
+    """The toy task called `name` (a Task passes through); raises ValueError naming the known tasks.
 
     Example:
         >>> get_task("sort").max_prompt, get_task("add").max_answer
         (9, 5)
     """
-    if isinstance(name, ToyTask):
+    if not isinstance(name, str):
         return name
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
