@@ -29,7 +29,7 @@ def test_train_writes_checkpoint_metrics_and_plots_and_sample_answers(tmp_path, 
     assert (out / "loss.png").read_bytes()[:8] == PNG and (out / "attention.png").read_bytes()[:8] == PNG
 
     arrays, meta = checkpoint.load(out / "checkpoint.npz")
-    assert meta["task"] == "copy" and meta["step"] == 250 and meta["config"]["steps"] == 250
+    assert meta["task"] == {"name": "copy"} and meta["step"] == 250 and meta["config"]["steps"] == 250
     assert {"model/head.weight", "optim/steps", "history/loss"} <= set(arrays)
     assert set(meta["rng"]) == {"data", "library"}
 

@@ -155,8 +155,8 @@ def test_a_script_trains_checkpoints_resumes_and_evaluates_with_the_run_object(t
     lines = again.evaluate(tmp_path / "run", seconds=1.25, resumed_from=3)
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert lines[0] == (f"sort: held-out exact-match accuracy {metrics['held_out_exact_match']:.2%} on 10 "
-                        f"sequences after 6 steps (1.2 s of training, steps 4-6: resumed at step 3; training "
-                        f"loss {metrics['final_loss']:.4f}); wrote {tmp_path / 'run'}/")
+                        f"sequences after 6 steps (1.2 s of training, steps 4-6: resumed at step 3); wrote "
+                        f"{tmp_path / 'run'}/")
     assert metrics["loss"] == whole.state.history.loss and metrics["resumed_from_step"] == 3
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["attention.png", "checkpoint.npz",
                                                                     "loss.png", "metrics.json"]

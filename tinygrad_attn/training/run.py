@@ -164,7 +164,7 @@ class Run:
         write_atomically(folder / "metrics.json", json.dumps(metrics, indent=1, ensure_ascii=False).encode())
         self.task.draw_figures(self.model, history, self.held_out(), folder)
         return [f"{self.task.name}: {evaluation.headline} after {step} steps "
-                f"({trained_for(seconds, resumed_from, step)}; training loss {final:.4f}); wrote {folder}/",
+                f"({trained_for(seconds, resumed_from, step)}{evaluation.aside}); wrote {folder}/",
                 *evaluation.notes]
 
 

@@ -28,11 +28,13 @@ __all__ = ["Evaluation", "Task"]
 @dataclass
 class Evaluation:
     """What measuring a trained model found: `metrics` for metrics.json, `headline` for the
-    report's first line ("held-out exact-match accuracy 98.50% on 200 sequences"), `notes` for
-    the lines after it."""
+    report's first line ("held-out exact-match accuracy 98.50% on 200 sequences"), `aside` for
+    its parentheses, after the time trained ("; training loss 1.2345"), `notes` for the lines
+    after it."""
 
     metrics: dict[str, Any]
     headline: str
+    aside: str = ""
     notes: list[str] = field(default_factory=list)
 
 

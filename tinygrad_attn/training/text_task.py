@@ -148,6 +148,7 @@ class TextTask(Task):
                    "validation_characters_per_token": characters_per_token(self, config.eval_size),
                    "vocab_size": self.vocab_size, "block_size": self.block_size, "sample": sample}
         return Evaluation(metrics, f"validation loss {loss_units(loss, self, config.eval_size)}",
+                          f"; training loss {np.mean(history.loss[-50:]):.4f}",
                           [f"sample (temperature 0.8, top-k 20): {sample!r}"])
 
     def draw_figures(self, model: TinyTransformer, history: History, held_out: tuple[np.ndarray, np.ndarray],
