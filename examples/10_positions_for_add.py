@@ -28,9 +28,8 @@ import time
 from blas_threads import one_blas_thread
 
 from tinygrad_attn.training.config import TrainConfig
-from tinygrad_attn.training.evaluation import accuracy
 from tinygrad_attn.training.loop import make_model, train
-from tinygrad_attn.training.tasks import ADD_DIGITS, EQUALS, PLUS, Add, get_task
+from tinygrad_attn.training.tasks import ADD_DIGITS, EQUALS, PLUS, Add, accuracy, get_task
 
 
 class AddMostSignificantFirst(Add):
@@ -53,7 +52,7 @@ def _flip_numbers(prompt: list[int]) -> list[int]:
 
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--steps", type=int, default=get_task("add").steps)
+parser.add_argument("--steps", type=int, default=TrainConfig.for_task(get_task("add")).steps)
 parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
 parser.add_argument("--eval-size", type=int, default=500, help="held-out prompts scored")
 args = parser.parse_args()

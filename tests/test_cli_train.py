@@ -29,7 +29,7 @@ def test_train_writes_checkpoint_metrics_and_plots_and_sample_answers(tmp_path, 
     assert (out / "loss.png").read_bytes()[:8] == PNG and (out / "attention.png").read_bytes()[:8] == PNG
 
     arrays, meta = checkpoint.load(out / "checkpoint.npz")
-    assert meta["task"] == "copy" and meta["step"] == 250 and meta["config"]["steps"] == 250
+    assert meta["task"] == {"name": "copy"} and meta["step"] == 250 and meta["config"]["steps"] == 250
     assert {"model/head.weight", "optim/steps", "history/loss"} <= set(arrays)
     assert set(meta["rng"]) == {"data", "library"}
 
@@ -89,13 +89,16 @@ def test_bad_checkpoints_inputs_and_flags_are_clear_errors(tmp_path, capsys):
 def test_every_config_field_is_a_flag_with_its_help_and_default(tmp_path, capsys, monkeypatch):
     import dataclasses
 
-    from tinygrad_attn.commands.train import flag
+    from tinygrad_attn.commands.train_flags import flag
     from tinygrad_attn.training import TrainConfig
 
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())          # argparse wraps the help lines
-    for field in dataclasses.fields(TrainConfig):
+    settings = [f for f in dataclasses.fields(TrainConfig) if f.name != "model"]   # model: no setting
+    assert len(settings) == len(dataclasses.fields(TrainConfig)) - 1
+    assert f"{flag('model')} MODEL" not in text
+    for field in settings:
         default = ("the task's: copy 1000, reverse 1000, sort 1000, add 3000" if field.name == "steps"
                    else field.default)
         assert f"{flag(field.name)} {field.name.upper()} {field.metadata['help']} (default {default})" \
@@ -131,20 +134,32 @@ def test_the_attention_plot_of_add_names_the_sum_it_shows(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("edit", [{"num_heads": 8}, {"num_heads": 1}, {"num_heads": 4}, {"d_model": 32},
                                   {"num_layers": 2}, {"arch": "llama"}])
-def test_a_checkpoint_whose_config_was_edited_after_saving_is_refused(tmp_path, capsys, edit):
-    """num_heads changes no weight's shape, so its edit loaded silently: the logits saved with the
-    weights show the config does not rebuild the model."""
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_checkpoint_whose_config_was_edited_after_saving_is_refused(tmp_path, capsys, edit, whole):
+    """An edited setting no longer describes the saved model; edited with the model it describes
+    (`whole`), num_heads changes no weight's shape, so the edit loaded silently: the logits saved
+    with the weights show the config does not rebuild the model."""
+    import dataclasses
+
+    from tinygrad_attn.training import config_from_dict
     run = tmp_path / "run"
     assert cli.main(["train", "sort", "--steps", "3", *SMALL, "--out", str(run)]) == 0
     assert cli.main(["sample", str(run / "checkpoint.npz"), "3 1 2"]) == 0
     capsys.readouterr()
     arrays, meta = checkpoint.load(run / "checkpoint.npz")
     meta.pop("format")
-    checkpoint.save(tmp_path / "edited.npz", arrays, {**meta, "config": {**meta["config"], **edit}})
+    edited = {**meta["config"], **edit}
+    if whole:
+        saved = config_from_dict(meta["config"]).model
+        edited["model"] = dataclasses.asdict(config_from_dict({**edited, "model": None}).model_for(
+            saved.vocab_size, saved.max_len))
+    checkpoint.save(tmp_path / "edited.npz", arrays, {**meta, "config": edited})
     assert cli.main(["sample", str(tmp_path / "edited.npz"), "3 1 2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path}/edited.npz: ") and err.count("\n") == 1
-    if "num_heads" in edit:
+    if not whole:
+        assert "(ValueError: TrainConfig: model is not the one arch=" in err and " describe (it has " in err
+    elif "num_heads" in edit:
         assert (f"its config (d_model=16, num_heads={edit['num_heads']}, num_layers=1, arch='default') does "
                 "not rebuild the model it saved: with its weights that model gives other logits than it "
                 "did when saved (they differ by up to ") in err

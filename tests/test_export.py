@@ -14,17 +14,13 @@ from hf_models import exact_float64  # noqa: E402
 
 import tinygrad_attn as ta  # noqa: E402
 from tinygrad_attn.commands.cli import main  # noqa: E402
-from tinygrad_attn.errors import CheckpointError  # noqa: E402
-from tinygrad_attn.training import TrainConfig, save_run  # noqa: E402
-from tinygrad_attn.training.loop import TrainState, make_model  # noqa: E402
-from tinygrad_attn.training.tasks import get_task  # noqa: E402
+from tinygrad_attn.training import Run, TrainConfig  # noqa: E402
 
 
 def saved_run(folder, **options):
-    config = TrainConfig(d_model=16, num_heads=2, num_layers=1, **options)
-    model = make_model("reverse", config)
-    save_run(folder / "checkpoint.npz", model, TrainState.fresh(model, config), config, get_task("reverse"))
-    return model
+    run = Run.start("reverse", TrainConfig(d_model=16, num_heads=2, num_layers=1, **options))
+    run.save(folder / "checkpoint.npz")
+    return run.model
 
 
 def test_export_a_run_and_load_it_in_transformers(tmp_path, capsys):
@@ -69,26 +65,6 @@ def test_a_llama_run_exports_as_a_llama_folder_with_the_same_logits(tmp_path, ca
         np.testing.assert_allclose(again(ids).numpy(), expected, rtol=0, atol=1e-10)
     finally:
         ta.set_default_dtype(np.float32)
-
-
-def test_an_older_llama_run_with_a_head_bias_says_why_it_cannot_export_and_what_to_do(tmp_path, capsys):
-    """--arch llama runs had an LM-head bias before they followed Llama: they still load, sample and
-    resume exactly, but no Hugging Face llama folder can hold that bias."""
-    config = TrainConfig(d_model=16, num_heads=2, num_layers=1, arch="llama")
-    model = make_model("reverse", config, head_bias=True)               # as those runs were built
-    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config,
-             get_task("reverse"))
-    assert main(["export", str(tmp_path / "run"), str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("tinygrad-attn export: save_pretrained: the LM head has a bias, which no llama, "
-                          "mistral or qwen2 checkpoint holds, and RMSNorm has no bias to fold it into")
-    assert "train it again with this version, whose llama models have no head bias" in err
-    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
-    loaded, _ = ta.load_pretrained(tmp_path / "run")
-    ids = np.array([[3, 1, 4, 12]])
-    np.testing.assert_array_equal(loaded(ids).numpy(), model(ids).numpy())
-    with pytest.raises(CheckpointError, match="no such folder"):
-        ta.load_pretrained(tmp_path / "nowhere")
 
 
 def test_sample_model_continues_greedily(tmp_path, capsys):

@@ -11,18 +11,16 @@ import tinygrad_attn as ta
 from tinygrad_attn import files
 from tinygrad_attn.commands.cli import main
 from tinygrad_attn.errors import SaveError
-from tinygrad_attn.training import TrainConfig, save_run
-from tinygrad_attn.training.loop import TrainState, make_model
-from tinygrad_attn.training.tasks import get_task
+from tinygrad_attn.training import Run, TrainConfig
 
 IDS = np.array([[3, 1, 4, 1, 5, 12]])
 
 
 def saved_run(folder, seed):
     config = TrainConfig(d_model=16, num_heads=2, num_layers=1, seed=seed)
-    model = make_model("reverse", config)
-    save_run(folder / "checkpoint.npz", model, TrainState.fresh(model, config), config, get_task("reverse"))
-    return model
+    run = Run.start("reverse", config)
+    run.save(folder / "checkpoint.npz")
+    return run.model
 
 
 def contents(folder):

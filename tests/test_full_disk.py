@@ -16,8 +16,7 @@ import pytest
 
 from tinygrad_attn import files
 from tinygrad_attn.errors import SaveError
-from tinygrad_attn.training import TrainConfig, TrainState, checkpoint, make_model, save_run
-from tinygrad_attn.training.tasks import get_task
+from tinygrad_attn.training import Run, TrainConfig, checkpoint
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sets RLIMIT_FSIZE")
 
@@ -119,9 +118,7 @@ def test_export_past_the_limit_is_one_line_and_leaves_its_folder_as_it_was(tmp_p
     """A new folder is not made; a model being replaced (--overwrite) keeps every byte. The weights
     are written first and need more than the limit (was: safetensors' own error, a traceback)."""
     config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
-    model = make_model("reverse", config)
-    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config,
-             get_task("reverse"))
+    Run.start("reverse", config).save(tmp_path / "run" / "checkpoint.npz")
     old = tmp_path / "old"
     old.mkdir()
     (old / "config.json").write_text('{"model_type": "gpt2"}')

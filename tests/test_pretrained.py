@@ -18,7 +18,7 @@ from hf_models import KINDS, exact_float64, hf_model, torch_loss  # noqa: E402
 import tinygrad_attn as ta  # noqa: E402
 from tinygrad_attn import functional as F  # noqa: E402
 from tinygrad_attn.errors import CheckpointError  # noqa: E402
-from tinygrad_attn.pretrained.configs import PASSED_OVER, options_from_config  # noqa: E402
+from tinygrad_attn.pretrained.configs import PASSED_OVER, config_from_json  # noqa: E402
 from tinygrad_attn.pretrained.names import checkpoint_shapes, links  # noqa: E402
 
 
@@ -101,11 +101,13 @@ def test_checkpoint_shapes_are_those_of_the_model_built(tmp_path):
     built model's parameters give through `links`."""
     for kind in KINDS:
         hf_model(kind, dtype=torch.float32).save_pretrained(tmp_path / kind)
-        options = options_from_config(json.loads((tmp_path / kind / "config.json").read_text()))
-        params = dict(ta.load_pretrained(tmp_path / kind)[0].named_parameters())
+        config = config_from_json(json.loads((tmp_path / kind / "config.json").read_text()))
+        model = ta.load_pretrained(tmp_path / kind)[0]
+        assert model.config == config                       # built from the config.json read
+        params = dict(model.named_parameters())
         from_model = {link.theirs: link.theirs_shape([params[o].shape for o in link.ours])
-                      for link in links(kind, set(params), options["num_layers"])}
-        assert checkpoint_shapes(kind, options) == from_model, kind
+                      for link in links(kind, set(params), config.num_layers)}
+        assert checkpoint_shapes(kind, config) == from_model, kind
 
 
 def test_float32_within_1e_4(tmp_path, monkeypatch):
@@ -210,7 +212,7 @@ def their_config(kind, **changes):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_keys_left_out_mean_what_transformers_defaults_to(kind):
-    ours, theirs = options_from_config({"model_type": kind}), their_config(kind)
+    ours, theirs = config_from_json({"model_type": kind}), their_config(kind)
     if kind == "gpt2":
         expected = dict(vocab_size=theirs.vocab_size, d_model=theirs.n_embd, num_heads=theirs.n_head,
                         num_layers=theirs.n_layer, max_len=theirs.n_positions, d_ff=4 * theirs.n_embd,
@@ -224,8 +226,8 @@ def test_keys_left_out_mean_what_transformers_defaults_to(kind):
                         norm_eps=theirs.rms_norm_eps, tie_embeddings=theirs.tie_word_embeddings,
                         rope_base=theirs.rope_parameters["rope_theta"],
                         window=getattr(theirs, "sliding_window", None))
-    assert {k: ours[k] for k in expected} == expected
-    assert options_from_config(theirs.to_dict()) == ours     # every key transformers writes is read
+    assert {k: getattr(ours, k) for k in expected} == expected
+    assert config_from_json(theirs.to_dict()) == ours     # every key transformers writes is read
 
 
 def test_the_docs_table_names_every_key_transformers_knows():

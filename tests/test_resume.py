@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tinygrad_attn.commands.train as train_command
+import tinygrad_attn.training.run as run_module
+import tinygrad_attn.training.tasks as tasks_module
 from tinygrad_attn.commands import cli
 from tinygrad_attn.training import InterruptedMidStep, TrainConfig, TrainState, checkpoint, make_model, train
 from tinygrad_attn.training.tasks import get_task
@@ -32,7 +33,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, ready, argv = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started ignoring it
-calls, real_batch = [0], tasks.Task.batch
+calls, real_batch = [0], tasks.ToyTask.batch
 def batch(task, rng, size):
     calls[0] += 1
     if calls[0] == at:
@@ -46,7 +47,7 @@ def batch(task, rng, size):
             time.sleep(0.001)
         signal.signal(signal.SIGINT, handler)
     return real_batch(task, rng, size)
-tasks.Task.batch = batch
+tasks.ToyTask.batch = batch
 sys.exit(cli.main(argv))
 """
 
@@ -187,12 +188,12 @@ def test_a_lock_refuses_a_second_run_into_a_folder_in_use(tmp_path, capsys):
         raise KeyboardInterrupt
 
     flags2 = ["train", "copy", "--steps", "2", *SMALL, "--out", str(out), "--overwrite"]
-    original = train_command.train
-    train_command.train = second_run_inside
+    original = run_module.train
+    run_module.train = second_run_inside
     try:
         assert cli.main(flags2) == 130
     finally:
-        train_command.train = original
+        run_module.train = original
     assert not (out / "lock").exists()
 
 
@@ -202,7 +203,7 @@ def test_ctrl_c_during_evaluation_is_one_line_and_resume_evaluates(tmp_path, cap
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(train_command, "accuracy", interrupted)
+    monkeypatch.setattr(tasks_module, "accuracy", interrupted)
     assert cli.main(["train", "copy", "--steps", "3", *SMALL, "--out", str(run)]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"interrupted during evaluation; the trained model (step 3) is saved in {run}/checkpoint.npz; "

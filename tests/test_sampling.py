@@ -11,7 +11,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.commands import sample as sample_command
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.nn.sampling import generate_beyond_context, next_token
-from tinygrad_attn.training import load_run
+from tinygrad_attn.training import Run
 
 LOGITS = np.array([[2.0, 0.5, -1.0, 1.0, 0.0]])
 
@@ -177,7 +177,8 @@ def test_sample_command_prints_each_token_before_the_next_is_computed(text_run, 
     assert cli.main(["sample", str(text_run), "the c", "--max-new-tokens", "30", "--temperature", "1.0",
                      "--top-k", "5", "--seed", "3"]) == 0
     shown = events[events.index(("write", "the c")):]          # the run's loading ran forwards too
-    model, _, _, task = load_run(text_run)
+    saved = Run.load(text_run)
+    model, task = saved.model, saved.task
     ids = generate_beyond_context(model, np.array(task.tokenizer.encode("the c")), 30, 1.0, 5,
                                   np.random.default_rng(3))
     assert "".join(e[1] for e in shown if e[0] == "write") == task.tokenizer.decode(ids.tolist()) + "\n"
@@ -229,7 +230,8 @@ def test_a_temperature_too_small_to_divide_by_is_greedy_and_says_so(text_run, ca
     assert out == expected.out and expected.err == ""
     assert err == ("note: --temperature 1e-320 is below 2.23e-308, too small to divide the logits by, so "
                    "each token is the most likely one (as with --temperature 0)\n")
-    model, _, _, task = load_run(text_run)
+    saved = Run.load(text_run)
+    model, task = saved.model, saved.task
     ids = generate_beyond_context(model, np.array(task.tokenizer.encode("the c")), 20)       # greedy
     assert out == task.tokenizer.decode(ids.tolist()) + "\n"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tinygrad_attn.commands.train as train_command
+import tinygrad_attn.training.run as run_module
 from tinygrad_attn.commands import cli
 from tinygrad_attn.training import checkpoint
 from tinygrad_attn.training.run_folder import RunFolder
@@ -42,7 +43,7 @@ from tinygrad_attn.commands import cli
 from tinygrad_attn.training import tasks
 at, number, ready, argv = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
 signal.signal(number, signal.SIG_DFL)       # as in a terminal, even if started ignoring it (nohup)
-calls, real_batch = [0], tasks.Task.batch
+calls, real_batch = [0], tasks.ToyTask.batch
 def batch(task, rng, size):
     calls[0] += 1
     if calls[0] == at:
@@ -56,7 +57,7 @@ def batch(task, rng, size):
             time.sleep(0.001)
         signal.signal(number, handler)
     return real_batch(task, rng, size)
-tasks.Task.batch = batch
+tasks.ToyTask.batch = batch
 sys.exit(cli.main(argv))
 """
 
@@ -86,7 +87,7 @@ def test_sigterm_or_sighup_inside_a_step_saves_that_step_and_says_so(tmp_path, n
 
 def _pressing_ctrl_c_after(step_pressed, monkeypatch):
     """The train command's loop with a real Ctrl-C (SIGINT) raised right after step `step_pressed`."""
-    real_train = train_command.train
+    real_train = run_module.train
 
     def pressing_train(model, task, config, on_step, state, stop_after):
         def step_then_press(step, history):
@@ -94,7 +95,7 @@ def _pressing_ctrl_c_after(step_pressed, monkeypatch):
             if step == step_pressed:
                 signal.raise_signal(signal.SIGINT)
         return real_train(model, task, config, on_step=step_then_press, state=state, stop_after=stop_after)
-    monkeypatch.setattr(train_command, "train", pressing_train)
+    monkeypatch.setattr(run_module, "train", pressing_train)
 
 
 def _signal_while_writing(number, on_call, monkeypatch):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from tinygrad_attn.training.tasks import END, IGNORE, PLUS, SEP, TASKS, decode, get_task, is_held_out
+from tinygrad_attn.training.held_out import is_held_out
+from tinygrad_attn.training.tasks import END, IGNORE, PLUS, SEP, TASKS, decode, get_task
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

@@ -3,6 +3,7 @@ runs are deterministic, a run continued from a checkpoint repeats the uninterrup
 and accuracy is measured by real greedy decoding."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -10,14 +11,13 @@ import pytest
 from tinygrad_attn.errors import CheckpointError
 from tinygrad_attn.optim import warmup_cosine
 from tinygrad_attn.training import (
+    Run,
     TrainConfig,
     TrainState,
     accuracy,
     answer,
     checkpoint,
-    load_run,
     make_model,
-    save_run,
     train,
 )
 from tinygrad_attn.training.tasks import END, SEP, get_task
@@ -62,10 +62,10 @@ def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path, devic
     model = make_model("copy", config)
     state = TrainState.fresh(model, config)
     train(model, "copy", config, state=state, stop_after=10)
-    save_run(tmp_path / "c.npz", model, state, config, get_task("copy"))
+    Run(model, state, config.with_model_for(get_task("copy")), get_task("copy")).save(tmp_path / "c.npz")
     make_model("copy", dataclasses.replace(config, seed=5))      # disturb the global generator
-    run = load_run(tmp_path / "c.npz")
-    assert run.state.step == 10 and run.task.name == "copy" and run.config == config
+    run = Run.load(tmp_path / "c.npz")
+    assert run.state.step == 10 and run.task.name == "copy" and run.config == config.with_model_for(run.task)
     resumed = train(run.model, run.task, run.config, state=run.state)
     assert resumed.loss == whole.loss and resumed.grad_norm == whole.grad_norm
     for name, value in whole_model.state_dict().items():
@@ -74,19 +74,18 @@ def test_continuing_from_a_checkpoint_repeats_the_losses_exactly(tmp_path, devic
 
 def test_a_run_whose_arrays_do_not_fit_its_config_is_refused(tmp_path):
     config = TrainConfig(d_model=16, num_heads=2, num_layers=1)
-    model = make_model("copy", config)
-    path = save_run(tmp_path / "c.npz", model, TrainState.fresh(model, config), config, get_task("copy"))
+    path = Run.start("copy", config).save(tmp_path / "c.npz")
     arrays, meta = checkpoint.load(path)
-    assert load_run(path).config == config
+    assert Run.load(path).config == config.with_model_for(get_task("copy"))
     arrays["model/head.weight"] = arrays["model/head.weight"][:, :3]
     checkpoint.save(tmp_path / "shape.npz", arrays, meta)
     with pytest.raises(CheckpointError, match="shape.npz: .*does not fit.*head.weight"):
-        load_run(tmp_path / "shape.npz")
+        Run.load(tmp_path / "shape.npz")
     arrays, meta = checkpoint.load(path)
     del meta["step"]
     checkpoint.save(tmp_path / "nostep.npz", arrays, meta)
     with pytest.raises(CheckpointError, match="nostep.npz: .*KeyError"):
-        load_run(tmp_path / "nostep.npz")
+        Run.load(tmp_path / "nostep.npz")
 
 
 class _Scripted:
@@ -130,3 +129,49 @@ def test_train_keeps_freed_memory_for_the_next_steps_arrays(monkeypatch):
     train(make_model("copy", config), "copy", config,
           on_step=lambda step, history: calls.append(step))
     assert calls == [True, 1, 2]
+
+
+def test_a_script_trains_checkpoints_resumes_and_evaluates_with_the_run_object(tmp_path):
+    """What the train command does, from Python: the run saves every 2 steps, stops after 3 with
+    step 3 saved, goes on from its checkpoint to the uninterrupted run's losses exactly, and
+    writes its report; the checkpoint holds the whole model config."""
+    from tinygrad_attn.training import Run
+
+    config = TrainConfig(steps=6, d_model=16, num_heads=2, num_layers=1, batch_size=8, warmup=2, eval_size=10,
+                         dropout=0.1)
+    whole = Run.start("sort", config)
+    whole.train(tmp_path / "whole.npz")
+    run = Run.start("sort", config)
+    run.train(tmp_path / "run" / "checkpoint.npz", save_every=2, stop_after=3)
+    meta = checkpoint.load(tmp_path / "run" / "checkpoint.npz")[1]
+    assert meta["step"] == 3 and meta["config"]["model"]["num_layers"] == 1
+    assert meta["config"]["model"] == dataclasses.asdict(run.config.model)
+    assert run.config.model.max_len == 18                   # sort: 9 prompt + 9 answer tokens
+    again = Run.load(tmp_path / "run").resumed({"lr": 1e-5})          # below min_lr: lowers it too
+    assert again.config.lr == again.config.min_lr == 1e-5 and again.state.step == 3
+    again = Run.load(tmp_path / "run").resumed({})
+    again.train(tmp_path / "run" / "checkpoint.npz")
+    assert again.state.history == whole.state.history and len(again.state.history.loss) == 6
+    lines = again.evaluate(tmp_path / "run", seconds=1.25, resumed_from=3)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert lines[0] == (f"sort: held-out exact-match accuracy {metrics['held_out_exact_match']:.2%} on 10 "
+                        f"sequences after 6 steps (1.2 s of training, steps 4-6: resumed at step 3); wrote "
+                        f"{tmp_path / 'run'}/")
+    assert metrics["loss"] == whole.state.history.loss and metrics["resumed_from_step"] == 3
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["attention.png", "checkpoint.npz",
+                                                                    "loss.png", "metrics.json"]
+    with pytest.raises(ValueError, match=r"cannot change d_model when resuming \(the checkpoint has "
+                                         r"d_model=16\)"):
+        Run.load(tmp_path / "run").resumed({"d_model": 32})
+
+
+def test_what_a_sane_loss_is_comes_from_each_tasks_own_vocabulary():
+    """Ten times the loss of guessing uniformly: ln 15 for the toy tasks' 15 tokens, ln V for a
+    text's V (it was the toy tasks' bound for every run)."""
+    from tinygrad_attn.text import CharTokenizer
+    from tinygrad_attn.training import TextTask
+
+    text = "".join(chr(ord("a") + i % 40) for i in range(2000))
+    task = TextTask.from_text(text, CharTokenizer.from_text(text), block_size=8)
+    assert task.vocab_size == 40 and task.sane_loss == pytest.approx(10 * np.log(40))
+    assert get_task("add").sane_loss == pytest.approx(10 * np.log(15))

@@ -10,8 +10,8 @@ import pytest
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer, visible
-from tinygrad_attn.training import TrainConfig, TrainState, checkpoint, load_run, make_model, save_run, train
-from tinygrad_attn.training.evaluation import validation_loss
+from tinygrad_attn.training import Run, TrainConfig, checkpoint, make_model, train
+from tinygrad_attn.training.text_evaluation import validation_loss
 from tinygrad_attn.training.text_task import TextTask
 
 # About 3 KB of text with a pattern a one-layer model picks up in a few dozen steps.
@@ -42,7 +42,7 @@ def test_batches_never_cross_the_split_and_targets_are_the_next_tokens():
         np.testing.assert_array_equal(ids[:, 1:], targets[:, :-1])
         assert set(ids.ravel()) | set(targets.ravel()) <= train_half
         seen_last |= bool((targets[:, -1] == task.train_ids[-1]).any())
-    ids, targets = task.validation_windows(50)
+    ids, targets = task.held_out(50)
     assert set(ids.ravel()) | set(targets.ravel()) <= val_half
     assert ids[0].tolist() == task.val_ids[:8].tolist()                    # evenly spaced, from the start
     assert targets[-1].tolist() == task.val_ids[-8:].tolist()              # through the end
@@ -78,7 +78,7 @@ def test_train_text_writes_curves_vocabulary_and_samples(corpus, tmp_path, capsy
     assert metrics["validation_loss"] == metrics["val_loss"][-1] < metrics["loss"][0]
     for png in ("loss.png", "attention.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
-    run = load_run(out)
+    run = Run.load(out)
     assert isinstance(run.task, TextTask) and run.task.tokenizer.chars == "".join(sorted(set(TEXT)))
     assert run.task.block_size == 16 and run.model.max_len == 16 and run.state.history.val_step == [20, 40]
 
@@ -125,7 +125,7 @@ def test_a_bpe_run_saves_its_vocabulary(corpus, tmp_path, capsys):
     out = tmp_path / "bpe"
     assert cli.main(["train", "text", "--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "300",
                      "--steps", "3", *TINY, "--block-size", "8", "--out", str(out)]) == 0
-    tokenizer = load_run(out).task.tokenizer
+    tokenizer = Run.load(out).task.tokenizer
     assert f"(byte-level BPE, {tokenizer.vocab_size} tokens)" in capsys.readouterr().out.splitlines()[0]
     assert 256 < tokenizer.vocab_size <= 300
     assert isinstance(tokenizer, HuggingFaceTokenizer) and tokenizer.decode(tokenizer.encode(TEXT)) == TEXT
@@ -201,11 +201,11 @@ def test_resuming_on_another_text_or_vocabulary_is_refused(corpus, tmp_path, cap
 
 
 def test_a_saved_run_of_one_token_blocks_is_refused_before_resuming(corpus, tmp_path, capsys):
-    """Such a run (saved before --block-size 1 was refused) would train, then fail at its first sample."""
+    """Such a run (a script can save one; the command refuses --block-size 1) would train, then fail at its
+    first sample."""
     task = TextTask.from_text(TEXT, CharTokenizer.from_text(TEXT), block_size=1, source=str(corpus.resolve()))
     config = TrainConfig(steps=4, d_model=16, num_heads=2, num_layers=1, batch_size=8)
-    model = make_model(task, config)
-    save_run(tmp_path / "run" / "checkpoint.npz", model, TrainState.fresh(model, config), config, task)
+    Run.start(task, config).save(tmp_path / "run" / "checkpoint.npz")
     before = (tmp_path / "run" / "checkpoint.npz").read_bytes()
     assert cli.main(["train", "text", "--resume", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
@@ -236,7 +236,7 @@ def test_a_text_run_loads_as_a_pretrained_model_with_its_tokenizer(corpus, tmp_p
     out = tmp_path / "run"
     assert cli.main(["train", "text", "--file", str(corpus), "--steps", "2", *TINY, "--out", str(out)]) == 0
     model, tokenizer = ta.load_pretrained(out)
-    run = load_run(out)
+    run = Run.load(out)
     assert isinstance(tokenizer, CharTokenizer) and tokenizer.chars == run.task.tokenizer.chars
     ids = np.array([tokenizer.encode("def f")])
     np.testing.assert_array_equal(model(ids).numpy(), run.model.eval()(ids).numpy())
@@ -267,8 +267,8 @@ def test_text_losses_are_reported_per_character(corpus, tmp_path, capsys):
     assert cli.main(["train", "text", "--file", str(corpus), "--tokenizer", "bpe", "--vocab-size", "300",
                      "--steps", "4", *TINY, "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    task = load_run(out).task.with_text(TEXT, str(corpus))
-    _, targets = task.validation_windows(8)                                 # --eval-size 8
+    task = Run.load(out).task.with_text(TEXT, str(corpus))
+    _, targets = task.held_out(8)                                 # --eval-size 8
     chars = sum(len(task.tokenizer.decode(row.tolist())) for row in targets) / targets.size
     assert chars > 1.5 and metrics["validation_characters_per_token"] == pytest.approx(chars)
     loss = metrics["validation_loss"]

@@ -203,6 +203,38 @@ def test_tiny_transformer_errors():
         model(np.array([[1, 5]]))
 
 
+def test_a_transformer_config_builds_the_model_its_fields_do():
+    """TinyTransformer(config) and TinyTransformer(vocab_size, ...) are one model; the presets are
+    GPT-2's and Llama's kinds; the config is kept on the model."""
+    import dataclasses
+
+    config = nn.TransformerConfig(7, d_model=8, num_heads=2, num_layers=1, max_len=6, d_ff=12)
+    ta.manual_seed(3)
+    built = nn.TinyTransformer(config)
+    ta.manual_seed(3)
+    by_fields = nn.TinyTransformer(7, 8, 2, 1, 6, 12)
+    assert built.config == by_fields.config == config
+    ids = np.array([[1, 2, 3, 4]])
+    np.testing.assert_array_equal(built(ids).numpy(), by_fields(ids).numpy())
+    assert nn.TinyTransformer(**dataclasses.asdict(config)).config == config
+
+    llama = nn.TinyTransformer(nn.TransformerConfig.llama(7, d_model=8, num_heads=2, n_kv_heads=1, max_len=6))
+    attn = llama.blocks[0].attn
+    assert isinstance(llama.ln_f, nn.RMSNorm) and isinstance(llama.blocks[0].mlp, nn.SwiGLU)
+    assert llama.pos_emb is None and attn.rope and attn.n_kv_heads == 1
+    assert attn.q_proj.bias is None and attn.out_proj.bias is None and llama.head.bias is None
+    gpt2 = nn.TinyTransformer(nn.TransformerConfig.gpt2(7, d_model=8, num_heads=2, max_len=6))
+    assert gpt2.head.weight is gpt2.tok_emb.weight and gpt2.blocks[0].attn.q_proj.bias is not None
+
+    with pytest.raises(TypeError, match=r"TinyTransformer: give a TransformerConfig or its fields as "
+                                        r"arguments, not both \(got 0 more by position and \['d_model'\]"):
+        nn.TinyTransformer(config, d_model=16)
+    with pytest.raises(TypeError, match="TinyTransformer takes at most 7 arguments by position"):
+        nn.TinyTransformer(7, 8, 2, 1, 6, 12, 0.0, False)        # the eighth was once `fused`
+    with pytest.raises(ValueError, match="TinyTransformer: norm must be one of"):
+        nn.TinyTransformer(dataclasses.replace(config, norm="batch"))
+
+
 def full_recompute(model, ids, steps):
     with ta.no_grad():
         for _ in range(steps):

@@ -23,9 +23,9 @@ from ..nn import TinyTransformer
 from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
 from ..text import TextStream
-from ..training import answer, load_run
+from ..training import Run, Task, answer
 from ..training.run_folder import CHECKPOINT
-from ..training.tasks import Task, decode
+from ..training.tasks import decode
 from ..training.text_task import TextTask
 
 __all__ = ["add_parser", "load_model", "run"]
@@ -80,8 +80,8 @@ def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
     folder with config.json) is a text task over its tokenizer.json, read max_len tokens at a time."""
     path = Path(args.model or args.checkpoint)
     if args.model is None and not (path / "config.json").is_file():
-        model, _, _, task = load_run(path, args.device)
-        return model, task
+        saved = Run.load(path, args.device)
+        return saved.model, saved.task
     if args.device is not None:
         xp_for(args.device)             # an unusable device is refused before the weights are read
     model, tokenizer = load_pretrained(path)

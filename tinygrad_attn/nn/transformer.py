@@ -20,6 +20,7 @@ from .attention import LayerCache, MultiHeadAttention
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm, TiedHead
 from .module import Module, check_sizes
 from .sampling import check_sampling, next_token
+from .transformer_config import TransformerConfig
 
 __all__ = ["GELU_FORMS", "MLP", "MLPS", "NORMS", "POSITIONS", "SwiGLU", "TinyTransformer", "TransformerBlock",
            "swiglu_width"]
@@ -154,26 +155,12 @@ class TransformerBlock(Module):
 class TinyTransformer(Module):
     """A decoder-only transformer: token + position embeddings, causal blocks, a linear head.
 
-    Args:
-        vocab_size: number of token ids.
-        d_model, num_heads, num_layers: width, heads per block, number of blocks.
-        max_len: the longest sequence (positions 0 … max_len − 1 have embeddings).
-        d_ff: hidden width of each MLP (default 4 · d_model).
-        dropout: dropout probability in every block.
-        fused: passed to every block's attention (False: attention from primitives).
-        norm: "layer" or "rms", for every block and the final norm ``ln_f``.
-        mlp: "gelu" or "swiglu" (its d_ff defaults to ``swiglu_width(d_model)``, about 8/3 ·
-            d_model, so that it has as many weights as the GELU MLP).
-        positions: "learned" (a position embedding table of max_len rows added to the token
-            embeddings) or "rope" (no table: every block rotates Q and K by their positions).
-        n_kv_heads, window: passed to every block's attention (grouped-query attention, a
-            sliding window).
-        head_dim, rope_base, attn_bias, attn_out_bias, mlp_bias, norm_eps, gelu_approximate: passed
-            to every block (see ``TransformerBlock``); norm_eps also to ``ln_f``. Real checkpoints
-            need them: Llama has no biases and eps 1e-5, Qwen2 biases on q/k/v only.
-        head_bias: whether the LM head has a bias.
-        tie_embeddings: the LM head reuses the token embedding (``TiedHead``: logits = x Eᵀ), one
-            parameter used twice, as in GPT-2.
+    ``TinyTransformer(config)`` builds the model a ``TransformerConfig`` describes (kept as
+    ``model.config``); ``TinyTransformer(vocab_size, d_model=64, num_heads=4, num_layers=2,
+    max_len=64, d_ff=None, dropout=0.0, norm=..., ...)`` is the same with the config's fields as
+    arguments (at most the first seven by position). `fused` is passed to every block's attention
+    (False: attention from primitives, step by step); it changes how the graph looks, not what the
+    model computes, so it is no part of the config.
 
     The embeddings' sum is named ``X`` and the output ``logits`` in steps and drawings.
 
@@ -184,32 +171,41 @@ class TinyTransformer(Module):
         (1, 3, 5)
         >>> model.generate(np.array([1, 2]), max_new_tokens=3).shape
         (5,)
+        >>> TinyTransformer(TransformerConfig.llama(5, d_model=8, num_heads=2, max_len=6)).pos_emb is None
+        True
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
-                 max_len: int = 64, d_ff: int | None = None, dropout: float = 0.0, fused: bool = True,
-                 norm: str = "layer", mlp: str = "gelu", positions: str = "learned",
-                 n_kv_heads: int | None = None, window: int | None = None, head_dim: int | None = None,
-                 rope_base: float = 10000.0, attn_bias: bool = True, attn_out_bias: bool | None = None,
-                 mlp_bias: bool | None = None, norm_eps: float | None = None, gelu_approximate: str = "tanh",
-                 head_bias: bool = True, tie_embeddings: bool = False):
-        check_sizes("TinyTransformer", vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
-                    max_len=max_len, **({} if d_ff is None else {"d_ff": d_ff}))
-        check_sizes("TinyTransformer", minimum=0, num_layers=num_layers)
-        for name, value, choices in (("norm", norm, NORMS), ("mlp", mlp, MLPS),
-                                     ("positions", positions, POSITIONS)):
+    def __init__(self, config: TransformerConfig | int | None = None, /, *sizes: Any, fused: bool = True,
+                 **fields: Any):
+        if isinstance(config, TransformerConfig):
+            if sizes or fields:
+                raise TypeError("TinyTransformer: give a TransformerConfig or its fields as arguments, "
+                                f"not both (got {len(sizes)} more by position and {sorted(fields)} by name)")
+        elif len(sizes) > 6:
+            raise TypeError(f"TinyTransformer takes at most 7 arguments by position (vocab_size, d_model, "
+                            f"num_heads, num_layers, max_len, d_ff, dropout), got {1 + len(sizes)}; give "
+                            f"the others by name")
+        else:
+            config = TransformerConfig(*(() if config is None else (config,)), *sizes, **fields)
+        c = self.config = config
+        check_sizes("TinyTransformer", vocab_size=c.vocab_size, d_model=c.d_model, num_heads=c.num_heads,
+                    max_len=c.max_len, **({} if c.d_ff is None else {"d_ff": c.d_ff}))
+        check_sizes("TinyTransformer", minimum=0, num_layers=c.num_layers)
+        for name, value, choices in (("norm", c.norm, NORMS), ("mlp", c.mlp, MLPS),
+                                     ("positions", c.positions, POSITIONS)):
             _check_choice("TinyTransformer", name, value, choices)
-        self.vocab_size, self.max_len = vocab_size, max_len
-        self.tok_emb = Embedding(vocab_size, d_model)
-        self.pos_emb = Embedding(max_len, d_model) if positions == "learned" else None
-        d_ff = d_ff if d_ff is not None else 4 * d_model if mlp == "gelu" else swiglu_width(d_model)
-        self.blocks = [TransformerBlock(d_model, num_heads, d_ff, dropout, fused, norm, mlp, n_kv_heads,
-                                        positions == "rope", window, head_dim, rope_base, attn_bias,
-                                        attn_out_bias, mlp_bias, norm_eps, gelu_approximate)
-                       for _ in range(num_layers)]
-        self.ln_f = NORMS[norm](d_model, **({} if norm_eps is None else {"eps": norm_eps}))
-        self.head = TiedHead(self.tok_emb, head_bias) if tie_embeddings else \
-            Linear(d_model, vocab_size, head_bias)
+        self.vocab_size, self.max_len = c.vocab_size, c.max_len
+        self.tok_emb = Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = Embedding(c.max_len, c.d_model) if c.positions == "learned" else None
+        d_ff = c.d_ff if c.d_ff is not None else 4 * c.d_model if c.mlp == "gelu" else swiglu_width(c.d_model)
+        self.blocks = [TransformerBlock(c.d_model, c.num_heads, d_ff, c.dropout, fused, c.norm, c.mlp,
+                                        c.n_kv_heads, c.positions == "rope", c.window, c.head_dim,
+                                        c.rope_base, c.attn_bias, c.attn_out_bias, c.mlp_bias, c.norm_eps,
+                                        c.gelu_approximate)
+                       for _ in range(c.num_layers)]
+        self.ln_f = NORMS[c.norm](c.d_model, **({} if c.norm_eps is None else {"eps": c.norm_eps}))
+        self.head = TiedHead(self.tok_emb, c.head_bias) if c.tie_embeddings else \
+            Linear(c.d_model, c.vocab_size, c.head_bias)
 
     def forward(self, ids: Any) -> Tensor:
         """Logits (batch, seq, vocab_size) for integer ids (batch, seq); position i sees ids ≤ i."""

@@ -1,4 +1,4 @@
-"""A Hugging Face ``config.json`` read as ``TinyTransformer`` options, and written back.
+"""A Hugging Face ``config.json`` read as a ``TransformerConfig``, and written back.
 
 Each supported model type reads the keys that fix its math as transformers 5 reads them: the same
 defaults (a key left out), the same meaning of null, the same precedence between old and new
@@ -12,10 +12,10 @@ name: it might change the math, and a model that silently computes something els
 none. docs/real_model.md §6 lists every key and what is done with it.
 
 Example:
-    >>> options = options_from_config({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
+    >>> config = config_from_json({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
     ...     "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 16,
     ...     "max_position_embeddings": 32, "rope_theta": 500000.0, "rms_norm_eps": 1e-5})
-    >>> options["rope_base"], options["norm_eps"], options["attn_bias"], options["tie_embeddings"]
+    >>> config.rope_base, config.norm_eps, config.attn_bias, config.tie_embeddings
     (500000.0, 1e-05, False, False)
 """
 
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckpointError
-from ..nn import LayerNorm, RMSNorm, SwiGLU, TiedHead, TinyTransformer
+from ..nn import LayerNorm, RMSNorm, SwiGLU, TiedHead, TinyTransformer, TransformerConfig
 
-__all__ = ["MODEL_TYPES", "PASSED_OVER", "config_for", "options_from_config", "shown"]
+__all__ = ["MODEL_TYPES", "PASSED_OVER", "config_for", "config_from_json", "shown"]
 
 # Keys of every config that change nothing a model computes in eval mode.
 PASSED_OVER = frozenset({
@@ -119,19 +119,18 @@ class _Reader:
         return sorted(k for k in self.config if k not in self.read)
 
 
-def _gpt2(c: _Reader) -> dict[str, Any]:
+def _gpt2(c: _Reader) -> TransformerConfig:
     c.need("scale_attn_weights", FLAG, True, (True,))
     c.need("scale_attn_by_inverse_layer_idx", FLAG, False, (False,))
     c.need("add_cross_attention", FLAG, False, (False,))
     activation = c.need("activation_function", TEXT, "gelu_new", tuple(GPT2_ACTIVATIONS))
     d_model = c.get("n_embd", SIZE, 768)
-    return dict(vocab_size=c.get("vocab_size", SIZE, 50257), d_model=d_model,
-                num_heads=c.get("n_head", SIZE, 12), num_layers=c.get("n_layer", COUNT, 12),
-                max_len=c.get("n_positions", SIZE, 1024),
-                d_ff=c.get("n_inner", SIZE, 4 * d_model, null=4 * d_model), norm="layer", mlp="gelu",
-                positions="learned", norm_eps=float(c.get("layer_norm_epsilon", EPS, 1e-5)),
-                gelu_approximate=GPT2_ACTIVATIONS[activation], head_bias=False,
-                tie_embeddings=c.get("tie_word_embeddings", FLAG, True))
+    return TransformerConfig.gpt2(
+        c.get("vocab_size", SIZE, 50257), d_model=d_model, num_heads=c.get("n_head", SIZE, 12),
+        num_layers=c.get("n_layer", COUNT, 12), max_len=c.get("n_positions", SIZE, 1024),
+        d_ff=c.get("n_inner", SIZE, 4 * d_model, null=4 * d_model),
+        norm_eps=float(c.get("layer_norm_epsilon", EPS, 1e-5)), gelu_approximate=GPT2_ACTIVATIONS[activation],
+        tie_embeddings=c.get("tie_word_embeddings", FLAG, True))
 
 
 def _rope_base(c: _Reader) -> float:
@@ -192,26 +191,26 @@ def _layer_kinds(c: _Reader, layers: int, default: set[str]) -> set[str]:
 
 
 def _llama_family(c: _Reader, defaults: dict[str, int], window: Callable[[int], int | None],
-                  qkv_bias: bool, out_bias: bool, mlp_bias: bool) -> dict[str, Any]:
-    """The options of llama, mistral and qwen2: `defaults` holds transformers' defaults of the keys
+                  qkv_bias: bool, out_bias: bool, mlp_bias: bool) -> TransformerConfig:
+    """The config of llama, mistral and qwen2: `defaults` holds transformers' defaults of the keys
     where the three differ; `window(layers)` reads the type's sliding-window keys."""
     c.need("hidden_act", TEXT, "silu", ("silu",))
     d_model, heads = c.get("hidden_size", SIZE, 4096), c.get("num_attention_heads", SIZE, 32)
     layers = c.get("num_hidden_layers", COUNT, 32)
     head_dim, kv_heads = d_model // heads, defaults["num_key_value_heads"] or heads    # when not given
-    return dict(vocab_size=c.get("vocab_size", SIZE, defaults["vocab_size"]), d_model=d_model,
-                num_heads=heads, num_layers=layers,
-                max_len=c.get("max_position_embeddings", SIZE, defaults["max_position_embeddings"]),
-                d_ff=c.get("intermediate_size", SIZE, defaults["intermediate_size"]), norm="rms",
-                mlp="swiglu", positions="rope", window=window(layers),
-                n_kv_heads=c.get("num_key_value_heads", SIZE, kv_heads, null=heads),
-                head_dim=c.get("head_dim", SIZE, head_dim, null=head_dim),
-                rope_base=_rope_base(c), attn_bias=qkv_bias, attn_out_bias=out_bias, mlp_bias=mlp_bias,
-                norm_eps=float(c.get("rms_norm_eps", EPS, 1e-6)), head_bias=False,
-                tie_embeddings=c.get("tie_word_embeddings", FLAG, False))
+    return TransformerConfig.llama(
+        c.get("vocab_size", SIZE, defaults["vocab_size"]), d_model=d_model, num_heads=heads,
+        num_layers=layers,
+        max_len=c.get("max_position_embeddings", SIZE, defaults["max_position_embeddings"]),
+        d_ff=c.get("intermediate_size", SIZE, defaults["intermediate_size"]), window=window(layers),
+        n_kv_heads=c.get("num_key_value_heads", SIZE, kv_heads, null=heads),
+        head_dim=c.get("head_dim", SIZE, head_dim, null=head_dim), rope_base=_rope_base(c),
+        attn_bias=qkv_bias, attn_out_bias=out_bias, mlp_bias=mlp_bias,
+        norm_eps=float(c.get("rms_norm_eps", EPS, 1e-6)),
+        tie_embeddings=c.get("tie_word_embeddings", FLAG, False))
 
 
-def _llama(c: _Reader) -> dict[str, Any]:
+def _llama(c: _Reader) -> TransformerConfig:
     def window(layers: int) -> None:        # LlamaModel reads no layer_types: full attention only
         return _one_window(c, _layer_kinds(c, layers, {FULL}), None)
 
@@ -219,7 +218,7 @@ def _llama(c: _Reader) -> dict[str, Any]:
     return _llama_family(c, LLAMA_DEFAULTS["llama"], window, bias, bias, c.get("mlp_bias", FLAG, False))
 
 
-def _mistral(c: _Reader) -> dict[str, Any]:
+def _mistral(c: _Reader) -> TransformerConfig:
     def window(layers: int) -> int | None:
         """sliding_window on every layer; with layer_types, transformers 5 builds a Ministral, whose
         "full_attention" layers have none."""
@@ -229,7 +228,7 @@ def _mistral(c: _Reader) -> dict[str, Any]:
     return _llama_family(c, LLAMA_DEFAULTS["mistral"], window, False, False, False)
 
 
-def _qwen2(c: _Reader) -> dict[str, Any]:
+def _qwen2(c: _Reader) -> TransformerConfig:
     def window(layers: int) -> int | None:
         """sliding_window only with use_sliding_window, on the layers from max_window_layers on."""
         sliding = c.get("sliding_window", SIZE, 4096, null=None)
@@ -253,12 +252,12 @@ LLAMA_DEFAULTS = {
                   num_key_value_heads=32),
 }
 
-MODEL_TYPES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
+MODEL_TYPES: dict[str, Callable[[_Reader], TransformerConfig]] = {
     "gpt2": _gpt2, "llama": _llama, "mistral": _mistral, "qwen2": _qwen2}
 
 
-def options_from_config(config: Any) -> dict[str, Any]:
-    """The ``TinyTransformer`` keyword arguments of a parsed config.json.
+def config_from_json(config: Any) -> TransformerConfig:
+    """The ``TransformerConfig`` of a parsed config.json.
 
     Raises:
         CheckpointError: not a JSON object, an unknown model_type (the message lists the known
@@ -272,13 +271,13 @@ def options_from_config(config: Any) -> dict[str, Any]:
         raise CheckpointError(f"config.json: model_type {shown(model_type)} is not supported; tinygrad_attn "
                               f"loads {', '.join(MODEL_TYPES)}")
     reader = _Reader(config, model_type)
-    options = MODEL_TYPES[model_type](reader)
+    transformer = MODEL_TYPES[model_type](reader)
     unknown = reader.rest()
     if unknown:
         raise CheckpointError(f"config.json: key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                               f"unknown to tinygrad_attn for {model_type}: it may change the math, so the "
                               f"model is not loaded")
-    return options
+    return transformer
 
 
 def config_for(model: TinyTransformer) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from typing import Any
 
 from ..dtypes import get_default_dtype
 from ..errors import CheckpointError, TokenizerError
-from ..nn import TinyTransformer
+from ..nn import TinyTransformer, TransformerConfig
 from ..text import HuggingFaceTokenizer
-from ..training import load_run
+from ..training import Run
 from ..training.run_folder import CHECKPOINT
-from .configs import options_from_config
+from .configs import config_from_json
 from .names import GPT2_BUFFERS, checkpoint_shapes, layers_held, links
 from .run_tokenizer import task_tokenizer
 from .safetensors_files import TensorEntry, list_tensors, read_tensor
@@ -60,7 +60,7 @@ def load_pretrained(path: str | os.PathLike) -> tuple[TinyTransformer, Any]:
         raise CheckpointError(f"{folder}: no such folder (a model folder holds config.json and "
                               f"model.safetensors, a run folder {CHECKPOINT})")
     if checkpoint.is_file() and not (folder / "config.json").exists():
-        run = load_run(checkpoint, device="cpu")                 # a text run keeps its tokenizer
+        run = Run.load(checkpoint, device="cpu")                 # a text run keeps its tokenizer
         return run.model.eval(), getattr(run.task, "tokenizer", None) or task_tokenizer()
     try:
         return _load_folder(folder)
@@ -77,17 +77,17 @@ def _load_folder(folder: Path) -> tuple[TinyTransformer, Any]:
         config = json.loads((folder / "config.json").read_text())
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise CheckpointError(f"{folder / 'config.json'}: not JSON ({e})") from None
-    options = options_from_config(config)
+    transformer = config_from_json(config)
     model_type = config["model_type"]
-    tokenizer = _tokenizer(folder, options["vocab_size"])
-    entries = _checked_entries(model_type, options, list_tensors(folder))
+    tokenizer = _tokenizer(folder, transformer.vocab_size)
+    entries = _checked_entries(model_type, transformer, list_tensors(folder))
     try:
-        model = TinyTransformer(**options)
+        model = TinyTransformer(transformer)
     except ValueError as e:
         raise CheckpointError(f"{folder / 'config.json'}: describes no model tinygrad_attn can build ({e})") \
             from None
     params, dtype = dict(model.named_parameters()), get_default_dtype()
-    for link in links(model_type, set(params), options["num_layers"]):
+    for link in links(model_type, set(params), transformer.num_layers):
         array = read_tensor(link.theirs, entries[link.theirs], dtype)
         for ours, part in zip(link.ours, link.ours_from(array)):
             params[ours].data = part
@@ -111,7 +111,7 @@ def _tokenizer(folder: Path, vocab_size: int) -> HuggingFaceTokenizer | None:
     return HuggingFaceTokenizer(tokenizer.tokenizer, vocab_size)
 
 
-def _checked_entries(model_type: str, options: dict[str, Any],
+def _checked_entries(model_type: str, transformer: TransformerConfig,
                      entries: dict[str, TensorEntry]) -> dict[str, TensorEntry]:
     """The weight files' tensors under the names `links` gives, after checking that they are the
     tensors the config describes, every name and shape, before any model is built: a config whose
@@ -119,14 +119,14 @@ def _checked_entries(model_type: str, options: dict[str, Any],
     if model_type == "gpt2":        # older GPT-2 files: no "transformer." prefix, and causal-mask buffers
         entries = {n if n.startswith(("transformer.", "lm_head.")) else f"transformer.{n}": e
                    for n, e in entries.items() if not n.endswith(GPT2_BUFFERS)}
-    layers, held = options["num_layers"], layers_held(model_type, set(entries))
+    layers, held = transformer.num_layers, layers_held(model_type, set(entries))
     if len(held) != layers or held != list(range(len(held))):     # first: checkpoint_shapes lists them all
         key = "n_layer" if model_type == "gpt2" else "num_hidden_layers"
         raise CheckpointError(f"the weights do not fit the config: config.json's {key} is {layers} but the "
                               f"weights hold {_listed([f'layer {i}' for i in held])}")
-    wanted = checkpoint_shapes(model_type, options)
+    wanted = checkpoint_shapes(model_type, transformer)
     missing = [name for name in wanted if name not in entries]
-    tied = options["tie_embeddings"]                # a copy of the tied embedding may be in the file
+    tied = transformer.tie_embeddings               # a copy of the tied embedding may be in the file
     leftover = [n for n in entries if n not in wanted and not (tied and n == "lm_head.weight")]
     if missing or leftover:
         raise CheckpointError(f"the weights do not fit the config: missing {_listed(missing)}; left over "

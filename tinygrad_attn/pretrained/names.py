@@ -15,9 +15,10 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from ..nn import TransformerConfig
 
 __all__ = ["GPT2_BUFFERS", "Link", "checkpoint_shapes", "layers_held", "links"]
 
@@ -95,14 +96,14 @@ def layers_held(model_type: str, names: set[str]) -> list[int]:
     return sorted(int(i) for i in held if i.isascii() and i.isdigit())
 
 
-def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Every tensor a checkpoint of `model_type` holds and its shape, from the ``TinyTransformer``
-    options its config gives (``configs.options_from_config``), before any model is built: the
-    weight files' headers are checked against it. The LM head only when it is not tied."""
-    v, d, ff, layers = options["vocab_size"], options["d_model"], options["d_ff"], options["num_layers"]
+def checkpoint_shapes(model_type: str, config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor a checkpoint of `model_type` holds and its shape, from the ``TransformerConfig``
+    its config.json gives (``configs.config_from_json``, which sets every size), before any model
+    is built: the weight files' headers are checked against it. The LM head only when it is not tied."""
+    v, d, ff, layers = config.vocab_size, config.d_model, config.d_ff, config.num_layers
     out: dict[str, tuple[int, ...]]
     if model_type == "gpt2":
-        out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (options["max_len"], d)}
+        out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (config.max_len, d)}
         for i in range(layers):
             h = f"transformer.h.{i}"
             out |= {f"{h}.ln_1.weight": (d,), f"{h}.ln_1.bias": (d,), f"{h}.attn.c_attn.weight": (d, 3 * d),
@@ -112,8 +113,8 @@ def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tup
                     f"{h}.mlp.c_proj.weight": (ff, d), f"{h}.mlp.c_proj.bias": (d,)}
         out |= {"transformer.ln_f.weight": (d,), "transformer.ln_f.bias": (d,)}
     else:
-        q, kv = options["num_heads"] * options["head_dim"], options["n_kv_heads"] * options["head_dim"]
-        attn, out_bias, mlp = options["attn_bias"], options["attn_out_bias"], options["mlp_bias"]
+        q, kv = config.num_heads * config.head_dim, config.n_kv_heads * config.head_dim
+        attn, out_bias, mlp = config.attn_bias, config.attn_out_bias, config.mlp_bias
         projections = {"self_attn.q_proj": ((q, d), attn), "self_attn.k_proj": ((kv, d), attn),
                        "self_attn.v_proj": ((kv, d), attn), "self_attn.o_proj": ((d, q), out_bias),
                        "mlp.gate_proj": ((ff, d), mlp), "mlp.up_proj": ((ff, d), mlp),
@@ -127,7 +128,7 @@ def checkpoint_shapes(model_type: str, options: dict[str, Any]) -> dict[str, tup
                 if bias:
                     out[f"{h}.{name}.bias"] = shape[:1]
         out["model.norm.weight"] = (d,)
-    if not options["tie_embeddings"]:
+    if not config.tie_embeddings:
         out["lm_head.weight"] = (v, d)
     return out
 

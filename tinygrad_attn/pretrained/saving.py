@@ -139,9 +139,7 @@ def _fold_head_bias(model: TinyTransformer, state: dict[str, np.ndarray]) -> np.
     if not isinstance(model.ln_f, LayerNorm):
         raise CheckpointError("save_pretrained: the LM head has a bias, which no llama, mistral or qwen2 "
                               "checkpoint holds, and RMSNorm has no bias to fold it into; a model built "
-                              "with head_bias=False exports. A run of `tinygrad-attn train --arch llama` "
-                              "saved by an earlier version of tinygrad_attn has one: train it again with "
-                              "this version, whose llama models have no head bias")
+                              "with head_bias=False exports")
     delta = np.linalg.lstsq(w.T, b, rcond=None)[0]                 # δ W = b  ⇔  Wᵀ δ = b
     error = np.abs(delta @ w - b).max()
     if error > 1e-6 * max(1.0, np.abs(b).max()):

@@ -1,16 +1,18 @@
-"""Training a TinyTransformer on the toy tasks: the config, the loop, Ctrl-C handling, held-out
-accuracy, a run saved and read back with its random state, checkpoints, the run folder, plots and
-the host-memory setting the train command uses. No printing: the commands report.
+"""Training a TinyTransformer on a task (the toy tasks, or a text): the config, the run (its
+checkpoints, resume and evaluation), the loop, Ctrl-C handling, the run folder, plots and the
+host-memory setting the train command uses. No printing: the commands report.
 
-The names a script needs are here: ``from tinygrad_attn.training import TrainConfig, train``.
+The names a script needs are here: ``from tinygrad_attn.training import Run, TrainConfig``.
 """
 
 from .config import TrainConfig, config_from_dict
-from .evaluation import accuracy, answer
 from .interrupts import InterruptedMidStep
 from .loop import DivergedError, History, StepOutOfMemory, TrainState, make_model, train
-from .saved_run import Run, load_run, run_contents, save_run
+from .run import Run
+from .task import Evaluation, Task
+from .tasks import accuracy, answer, get_task
+from .text_task import TextTask
 
-__all__ = ["DivergedError", "History", "InterruptedMidStep", "Run", "StepOutOfMemory", "TrainConfig",
-           "TrainState", "accuracy", "answer", "config_from_dict", "load_run", "make_model", "run_contents",
-           "save_run", "train"]
+__all__ = ["DivergedError", "Evaluation", "History", "InterruptedMidStep", "Run", "StepOutOfMemory", "Task",
+           "TextTask", "TrainConfig", "TrainState", "accuracy", "answer", "config_from_dict", "get_task",
+           "make_model", "train"]

@@ -5,8 +5,10 @@ A checkpoint is written to a temporary file in the same folder and renamed over 
 ``allow_pickle=False``, so loading never executes code from the file; the metadata is JSON stored
 as a byte array.
 
-The container knows nothing about what it holds: ``train.save_run`` and ``train.load_run`` put a
-whole training run in one such file.
+The container knows nothing about what it holds: ``saved_run.py`` puts a whole training run in
+one such file. ``FORMAT`` names the layout of that run; a file of another layout (written by another
+version of tinygrad_attn) is refused whole, with the advice to train again, so no code anywhere
+reads older layouts.
 
 Example:
     >>> import tempfile, numpy as np
@@ -33,7 +35,8 @@ from .run_folder import CHECKPOINT
 __all__ = ["FORMAT", "load", "save"]
 
 
-FORMAT = "tinygrad_attn-checkpoint-1"
+FORMAT = "tinygrad_attn-checkpoint-2"      # 2: the config holds the model's TransformerConfig
+_FAMILY = FORMAT.rsplit("-", 1)[0]
 _META = "__meta__"
 
 
@@ -61,7 +64,8 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict[str,
 
 
 def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """(arrays, meta) from a checkpoint; CheckpointError if it is missing, truncated or foreign."""
+    """(arrays, meta) from a checkpoint; CheckpointError if it is missing, truncated, foreign, or
+    of another version's layout."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
@@ -83,7 +87,11 @@ def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]
         meta = json.loads(arrays.pop(_META).tobytes().decode())
     except (KeyError, ValueError, UnicodeDecodeError):
         meta = {}
-    if meta.get("format") != FORMAT:
+    saved = meta.get("format")
+    if isinstance(saved, str) and saved.startswith(_FAMILY) and saved != FORMAT:
+        raise CheckpointError(f"{path}: saved by another version of tinygrad_attn ({saved}; this version "
+                              f"reads {FORMAT}), whose runs it does not read: train it again")
+    if saved != FORMAT:
         raise CheckpointError(f"{path}: not a tinygrad_attn checkpoint (no {FORMAT} metadata)")
     return arrays, meta
 

@@ -5,20 +5,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backend import DEVICES
+from ..nn import TransformerConfig
+
+if TYPE_CHECKING:
+    from .task import Task
 
 __all__ = ["ARCHS", "ConfigError", "TrainConfig", "config_from_dict"]
 
-
-# The TinyTransformer options of each architecture; "llama" also halves the key/value heads
-# (training.loop.make_model). Its LM head has no bias, as Llama's: no Hugging Face llama folder
-# holds one, and RMSNorm has no bias to fold it into, so only without it does a run export.
-ARCHS: dict[str, dict[str, Any]] = {
-    "default": {},
-    "llama": {"norm": "rms", "mlp": "swiglu", "positions": "rope", "head_bias": False},
-}
+ARCHS = ("default", "llama")        # the kinds of model a run trains (TrainConfig.model_for)
 
 
 class ConfigError(ValueError):
@@ -40,8 +37,11 @@ class TrainConfig:
     """Everything that decides a run besides the task; checked when made (see `validate`).
 
     The defaults reach the README's accuracy targets on every task in under 30 seconds on a
-    2-core CPU. Each field says what it means in its metadata; the ``train`` command makes one
-    flag of each field (``--batch-size``), with that text as its help.
+    2-core CPU; a task's own (``Task.defaults``) apply with ``TrainConfig.for_task``. Each
+    setting says what it means in its metadata; the ``train`` command makes one flag of each
+    (``--batch-size``), with that text as its help. ``model`` is no setting: it is the
+    ``TransformerConfig`` those settings give for the task (``for_task`` fills it in), which a
+    checkpoint keeps and the run's model is built from.
 
     Example:
         >>> TrainConfig(steps=10).steps
@@ -69,6 +69,44 @@ class TrainConfig:
     arch: str = _setting("default", "default (LayerNorm, GELU MLP, learned positions) or llama (RMSNorm, "
                                     "SwiGLU, RoPE, half as many key/value heads as query heads, no "
                                     "LM-head bias)")
+    model: TransformerConfig | None = None
+
+    @classmethod
+    def for_task(cls, task: Task, **settings: Any) -> TrainConfig:
+        """The config of a run of `task`: TrainConfig's defaults, then the task's, then `settings`
+        (see ``changed``), with ``model`` made for the task (``with_model_for``).
+
+        Example:
+            >>> from tinygrad_attn.training.tasks import get_task
+            >>> config = TrainConfig.for_task(get_task("add"), d_model=32)
+            >>> config.steps, config.model.d_model, config.model.max_len       # add: 8 + 5 tokens
+            (3000, 32, 13)
+        """
+        return cls(**task.defaults).changed(**settings).with_model_for(task)
+
+    def with_model_for(self, task: Task) -> TrainConfig:
+        """This config with ``model``: the one its settings give for `task` (``model_for``)."""
+        return dataclasses.replace(self, model=self.model_for(task.vocab_size, task.max_len))
+
+    def changed(self, **settings: Any) -> TrainConfig:
+        """This config with `settings` changed; an lr below the min_lr in force lowers min_lr to
+        it too, unless min_lr is among them (then a min_lr above lr is refused)."""
+        if "lr" in settings and "min_lr" not in settings and settings["lr"] < self.min_lr:
+            settings = {**settings, "min_lr": settings["lr"]}
+        return dataclasses.replace(self, **settings)
+
+    def model_for(self, vocab_size: int, max_len: int) -> TransformerConfig:
+        """The model `arch`, `d_model`, `num_heads`, `num_layers` and `dropout` describe, for a
+        vocabulary and a longest sequence: "llama" has RMSNorm, a SwiGLU MLP, rotary positions,
+        half as many key/value heads as query heads (one for an odd number) and no LM-head bias,
+        as Llama's (so that a run exports as a Hugging Face llama folder), but keeps biases on the
+        attention projections, as its runs always had."""
+        sizes = dict(d_model=self.d_model, num_heads=self.num_heads, num_layers=self.num_layers,
+                     max_len=max_len, dropout=self.dropout)
+        if self.arch == "llama":
+            kv_heads = self.num_heads // 2 if self.num_heads % 2 == 0 else 1
+            return TransformerConfig.llama(vocab_size, **sizes, n_kv_heads=kv_heads, attn_bias=True)
+        return TransformerConfig(vocab_size, **sizes)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -100,7 +138,17 @@ class TrainConfig:
         if self.device not in DEVICES:
             raise ValueError(f"TrainConfig: unknown device {self.device!r}: expected one of {DEVICES}")
         if self.arch not in ARCHS:
-            raise ValueError(f"TrainConfig: unknown arch {self.arch!r}: expected one of {tuple(ARCHS)}")
+            raise ValueError(f"TrainConfig: unknown arch {self.arch!r}: expected one of {ARCHS}")
+        if self.model is not None:
+            described = self.model_for(self.model.vocab_size, self.model.max_len)
+            if self.model != described:
+                differ = [f"{f.name} {getattr(self.model, f.name)!r}, not {getattr(described, f.name)!r}"
+                          for f in dataclasses.fields(described)
+                          if getattr(self.model, f.name) != getattr(described, f.name)]
+                raise ValueError(f"TrainConfig: model is not the one arch={self.arch!r}, "
+                                 f"d_model={self.d_model}, num_heads={self.num_heads}, "
+                                 f"num_layers={self.num_layers} and dropout={self.dropout} describe (it "
+                                 f"has {', '.join(differ)})")
 
 
 def config_from_dict(values: dict[str, Any]) -> TrainConfig:
@@ -108,4 +156,5 @@ def config_from_dict(values: dict[str, Any]) -> TrainConfig:
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     if set(values) - known:
         raise ValueError(f"TrainConfig: unknown fields {sorted(set(values) - known)}")
-    return TrainConfig(**values)
+    model = values.get("model")
+    return TrainConfig(**{**values, "model": None if model is None else TransformerConfig(**model)})

@@ -1,8 +1,8 @@
-"""The training loop: a TinyTransformer trained on a toy task with AdamW, warmup then cosine decay
-and gradient clipping.
+"""The training loop: a TinyTransformer trained on a task with AdamW, warmup then cosine decay and
+gradient clipping.
 
-Nothing here prints: `train` reports each step through a callback, and the ``train`` command
-turns that into a progress bar, plots and checkpoints. A run is deterministic given its seed:
+Nothing here prints: `train` reports each step through a callback; a run (``run.Run``) adds
+checkpoints and evaluation, and the ``train`` command a progress bar. A run is deterministic given its seed:
 the seed makes the initial weights (`make_model`) and the stream of training batches
 (`TrainState.data_rng`); ``saved_run.py`` writes both generators' states into every checkpoint,
 so a run continued from one goes on exactly where it stopped.
@@ -29,11 +29,12 @@ from ..creation import manual_seed
 from ..nn import TinyTransformer
 from ..optim import AdamW, clip_grad_norm, warmup_cosine
 from ..tensor import Tensor
-from .config import ARCHS, TrainConfig
+from .config import TrainConfig
 from .host_memory import keep_freed_memory
 from .interrupts import interrupts_between_steps
 from .random_state import restore_rng_states, rng_states
-from .tasks import IGNORE, Task, get_task
+from .task import Task
+from .tasks import IGNORE, get_task
 
 __all__ = ["DivergedError", "History", "StepOutOfMemory", "TrainState", "make_model", "train"]
 
@@ -76,14 +77,9 @@ class TrainState:
         return cls(optimizer, np.random.default_rng(config.seed))
 
 
-def make_model(task: str | Task, config: TrainConfig, head_bias: bool | None = None) -> TinyTransformer:
-    """A TinyTransformer sized by `config` for `task`, initialised from ``config.seed``.
-
-    With ``arch="llama"`` the model has RMSNorm, a SwiGLU MLP, rotary positions, grouped-query
-    attention with half as many key/value heads as query heads (one for an odd number of
-    heads), and no bias on the LM head. `head_bias` overrides the arch's choice: a run read back
-    is rebuilt with the head its weights have (``--arch llama`` runs saved by earlier versions
-    have a head bias).
+def make_model(task: str | Task, config: TrainConfig) -> TinyTransformer:
+    """The TinyTransformer of `config` for `task` (``config.for_task(task).model``), initialised
+    from ``config.seed``, on ``config.device``.
 
     Example:
         >>> make_model("add", TrainConfig(d_model=16)).max_len      # 8 prompt + 5 answer tokens
@@ -94,15 +90,9 @@ def make_model(task: str | Task, config: TrainConfig, head_bias: bool | None = N
         True
     """
     task = get_task(task)
+    model = config.model if config.model is not None else config.model_for(task.vocab_size, task.max_len)
     manual_seed(config.seed)
-    options: dict[str, Any] = dict(ARCHS[config.arch])
-    if config.arch == "llama":
-        options["n_kv_heads"] = config.num_heads // 2 if config.num_heads % 2 == 0 else 1
-    if head_bias is not None:
-        options["head_bias"] = head_bias
-    model = TinyTransformer(task.vocab_size, config.d_model, config.num_heads, config.num_layers,
-                            max_len=task.max_len, dropout=config.dropout, **options)
-    return model.to(config.device)
+    return TinyTransformer(model).to(config.device)
 
 
 def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
@@ -117,7 +107,7 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
 
     Args:
         model: a TinyTransformer, e.g. from `make_model`.
-        task: a Task or its name; batches are drawn from its training split.
+        task: a Task or a toy task's name; batches are drawn from its training split.
         config: the hyperparameters.
         on_step: called as ``on_step(step, history)`` after every step (step counts from 1).
         state: a run to continue (from a checkpoint); a fresh one seeded by ``config.seed`` if None.

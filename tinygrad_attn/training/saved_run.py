@@ -1,12 +1,15 @@
-"""A training run saved to one checkpoint and read back: weights, optimizer, history, config, task
-and the random state, so that a run continued from it goes on exactly where it stopped."""
+"""What a training run's checkpoint holds, and the run read back from it: the weights, the
+optimizer's state and the history as arrays; the task, the config (with the model's
+``TransformerConfig``, which the model is built from), the step and the random state as metadata,
+so that a run continued from it goes on exactly where it stopped (``run.Run`` saves and loads
+through these)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -17,64 +20,49 @@ from ..nn import TinyTransformer
 from ..tensor import Tensor
 from . import checkpoint
 from .config import TrainConfig, config_from_dict
-from .loop import History, TrainState, make_model
+from .loop import History, TrainState
 from .random_state import restore_rng_states, rng_states
 from .run_folder import CHECKPOINT
-from .tasks import Task, get_task
+from .task import Task
+from .tasks import TASKS
 from .text_task import TextTask
 
-__all__ = ["Run", "checkpoint_file", "load_run", "run_contents", "save_run", "saved_step"]
+__all__ = ["TASK_KINDS", "checkpoint_file", "read_run", "run_contents", "saved_step"]
 
 _PROBE = "probe/logits"             # the model's logits on a fixed input when saved (see _probe_logits)
 
-
-class Run(NamedTuple):
-    """A training run read back from a checkpoint."""
-
-    model: TinyTransformer
-    state: TrainState
-    config: TrainConfig
-    task: Task
-
-
-def save_run(path: str | os.PathLike, model: TinyTransformer, state: TrainState,
-             config: TrainConfig, task: Task) -> Path:
-    """Write a run to one checkpoint, atomically: the weights, the optimizer's buffers and the
-    history as arrays; the task, the config, the step and the generators' states as metadata.
-
-    Raises:
-        SaveError: the file could not be written (a full disk); an earlier file is unchanged.
-    """
-    return checkpoint.save(path, *run_contents(model, state, config, task))
+# Every kind of task a checkpoint may hold, by the name it saves; each rebuilds itself from what
+# the checkpoint kept of it (Task.from_meta).
+TASK_KINDS: dict[str, type[Task]] = {**{name: type(task) for name, task in TASKS.items()},
+                                     TextTask.name: TextTask}
 
 
 def run_contents(model: TinyTransformer, state: TrainState, config: TrainConfig,
                  task: Task) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """(arrays, meta) of the checkpoint `save_run` writes: copies, so they keep this step's state
-    while training goes on (``checkpoint.save`` writes them)."""
+    """(arrays, meta) of a run's checkpoint: copies, so they keep this step's state while training
+    goes on (``checkpoint.save`` writes them)."""
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
     arrays.update({f"optim/{k}": v for k, v in state.optimizer.state_dict().items()})
     arrays.update({f"history/{k}": np.array(v, dtype=np.float64)
                    for k, v in dataclasses.asdict(state.history).items()})
     arrays[_PROBE] = _probe_logits(model, config.device)
-    meta = {"task": task.name, "task_encoding": task.encoding, "config": dataclasses.asdict(config),
-            "step": state.step, "rng": rng_states(state)}
-    if isinstance(task, TextTask):
-        meta["text"] = task.to_meta()
+    meta = {"task": task.to_meta(), "config": dataclasses.asdict(config), "step": state.step,
+            "rng": rng_states(state)}
     return arrays, meta
 
 
-def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
-    """The run `save_run` wrote, rebuilt on `device` (default: the device it was trained on);
-    `path` is the checkpoint file or the run folder holding it.
+def read_run(path: str | os.PathLike, device: str | None = None
+             ) -> tuple[Path, TinyTransformer, TrainState, TrainConfig, Task]:
+    """The checkpoint file `path` names (itself, or the run folder's), and the model, state,
+    config and task it holds, on `device` (default: the device it was trained on).
 
     Raises:
-        CheckpointError: the file is missing, truncated, not a checkpoint, its arrays do not
-            fit the model and optimizer its config describes, the model its config builds from
-            those weights does not give the logits saved with them (a config edited after
-            saving: ``num_heads`` changes no weight's shape), it lacks part of the optimizer's
-            state, its generators' states cannot be restored, or it was trained on another
-            encoding of its task (``Task.encoding``).
+        CheckpointError: the file is missing, truncated, not a checkpoint or of another version's
+            layout, its task is unknown, its config does not describe its model, its arrays do
+            not fit that model and its optimizer, the model with those weights does not give the
+            logits saved with them (a config edited after saving: ``num_heads`` changes no
+            weight's shape), it lacks part of the optimizer's state, or its generators' states
+            cannot be restored.
         DeviceError: `device` (or the saved one) is unknown or unusable (CuPy or a GPU missing;
             the message says to load it with device "cpu").
     """
@@ -84,17 +72,21 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     arrays, meta = checkpoint.load(path)
     part = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:
-        task = TextTask.from_meta(meta["text"]) if meta["task"] == TextTask.name else get_task(meta["task"])
-        _check_task_encoding(path, task, meta.get("task_encoding", 1))
+        kind = TASK_KINDS.get(meta["task"]["name"])
+        if kind is None:
+            raise CheckpointError(f"{path}: a run of the task {meta['task']['name']!r}, which this version "
+                                  f"of tinygrad_attn does not know (it knows {', '.join(TASK_KINDS)})")
+        task = kind.from_meta(meta["task"])
         config = config_from_dict(meta["config"])
+        if config.model is None:
+            raise ValueError("its config holds no model")
         if device is not None:
             config = dataclasses.replace(config, device=device)
         else:
             _check_saved_device(path, config.device)
-        older_llama = config.arch == "llama" and "model/head.bias" in arrays   # llama heads had a bias then
-        model = make_model(task, config, head_bias=True if older_llama else None)
+        model = TinyTransformer(config.model).to(config.device)
         model.load_state_dict(part("model/"))
-        _check_config_rebuilds_model(path, model, config, arrays.get(_PROBE))
+        _check_config_rebuilds_model(path, model, config, arrays[_PROBE])
         state = TrainState.fresh(model, config)
         state.step = int(meta["step"])
         _check_optimizer_state(state, part("optim/"))
@@ -107,7 +99,7 @@ def load_run(path: str | os.PathLike, device: str | None = None) -> Run:
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise CheckpointError(f"{path}: a tinygrad_attn checkpoint that does not fit its own "
                               f"model or run ({type(e).__name__}: {e})") from None
-    return Run(model, state, config, task)
+    return path, model, state, config, task
 
 
 def checkpoint_file(path: str | os.PathLike) -> Path:
@@ -145,11 +137,9 @@ def _probe_logits(model: TinyTransformer, device: str) -> np.ndarray:
 
 
 def _check_config_rebuilds_model(path: Path, model: TinyTransformer, config: TrainConfig,
-                                 saved: np.ndarray | None) -> None:
+                                 saved: np.ndarray) -> None:
     """CheckpointError unless the model the config built, with the saved weights, computes the
-    logits saved beside them (a checkpoint written before they were saved is not checked)."""
-    if saved is None:
-        return
+    logits saved beside them."""
     got = _probe_logits(model, config.device)
     if got.shape == saved.shape and np.allclose(got, saved, rtol=1e-3, atol=1e-4):
         return
@@ -159,16 +149,6 @@ def _check_config_rebuilds_model(path: Path, model: TinyTransformer, config: Tra
                           f"num_layers={config.num_layers}, arch={config.arch!r}) does not rebuild the "
                           f"model it saved: with its weights that model gives other logits than it "
                           f"did when saved ({gap}); the config was edited or the file is damaged")
-
-
-def _check_task_encoding(path: str | os.PathLike, task: Task, saved: Any) -> None:
-    """CheckpointError when the run was trained on another encoding of its task (a checkpoint
-    without the field predates encodings: version 1)."""
-    if saved != task.encoding:
-        was = task.earlier_encodings.get(saved, f"version {saved!r}, unknown to this tinygrad_attn")
-        raise CheckpointError(f"{path}: trained on another encoding of the {task.name} task ({was}); "
-                              f"this version writes it as {task.example}, which that model would read "
-                              f"wrong: train it again")
 
 
 def _check_saved_device(path: str | os.PathLike, device: str) -> None:

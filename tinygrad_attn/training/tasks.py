@@ -4,8 +4,9 @@ Every task shares one vocabulary of 15 tokens: the digits 0-9 (ids 0-9), "+" (10
 "|" (12, ends a list prompt), "." (13, ends an answer) and "_" (14, padding). A sequence is a
 prompt followed by its answer; the model learns next-token prediction, and the loss counts only
 the answer tokens (every other target is ``IGNORE``). Each task's class docstring shows its
-encoding on one example. A fixed 5% of all prompts (chosen by the CRC32 of their tokens) is held
-out: training batches never contain them, and accuracy is measured on them.
+encoding on one example. A fixed 5% of all prompts (chosen by the CRC32 of their tokens,
+``held_out.py``) is held out: training batches never contain them, and accuracy is measured on
+them: a greedy answer, decoded token by token, right whole through its ".".
 
 A training pair is the whole sequence shifted by one: ``ids = seq[:-1]``, ``targets = seq[1:]``
 with every target before the answer (and every padding target) set to ``IGNORE``.
@@ -19,16 +20,25 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 import re
-import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["ADD_DIGITS", "Add", "Copy", "IGNORE", "LIST_LEN", "Reverse", "Sort", "TASKS", "Task", "VOCAB",
-           "decode", "get_task", "is_held_out"]
+from ..nn import TinyTransformer
+from . import plots
+from .held_out import family_held_out_count, family_held_out_prompts, is_held_out
+from .task import Evaluation, Task
+
+if TYPE_CHECKING:
+    from .config import TrainConfig
+    from .loop import History
+
+__all__ = ["ADD_DIGITS", "Add", "Copy", "IGNORE", "LIST_LEN", "Reverse", "Sort", "TASKS", "ToyTask", "VOCAB",
+           "accuracy", "answer", "decode", "get_task"]
 
 
 VOCAB = tuple("0123456789") + ("+", "=", "|", ".", "_")
@@ -36,18 +46,19 @@ PLUS, EQUALS, SEP, END, PAD = range(10, 15)
 IGNORE = -100
 
 
-class Task:
+class ToyTask(Task):
     """A prompt generator and its solver; subclasses document their encoding on one example.
+
+    As a ``Task``: its held-out set is prompts of the fixed split, a trained model is measured by
+    exact-match accuracy on them (``accuracy``), and the default run is TrainConfig's own (``add``
+    takes more steps).
 
     Attributes:
         name: the task's name on the command line.
         summary: one line for ``--help``.
         example: the docstring's example as text (prompt → answer).
         max_prompt, max_answer: the longest prompt and answer, in tokens (the answer ends in ".").
-        steps: the optimizer steps ``tinygrad-attn train`` takes when ``--steps`` is not given.
-        encoding: the version of the task's encoding, saved in checkpoints: a model trained on
-            another encoding reads every prompt wrong, so loading it is refused.
-        earlier_encodings: what each earlier version of the encoding was, for that refusal.
+        defaults: the TrainConfig settings where this task's run differs from TrainConfig's.
     """
 
     name: str
@@ -55,9 +66,8 @@ class Task:
     example: str
     max_prompt: int
     max_answer: int
-    steps: int = 1000
-    encoding: int = 1
-    earlier_encodings: Mapping[int, str] = MappingProxyType({})
+    defaults: Mapping[str, Any] = MappingProxyType({})
+    held_out_name = "held-out prompts"
 
     def draw(self, rng: np.random.Generator) -> list[int]:
         """One random prompt (held out or not)."""
@@ -136,7 +146,7 @@ class Task:
         if 4 * size > pool:
             # A quarter of the pool or more: drawing until `size` distinct ones turn up would take
             # ~20·pool·log(pool) draws near the whole pool, so list the pool and choose from it.
-            every = [prompt for family in self.families() for prompt in _held_out_prompts(family)]
+            every = [prompt for family in self.families() for prompt in family_held_out_prompts(family)]
             return [every[i] for i in rng.choice(len(every), size, replace=False).tolist()]
         prompts: dict[tuple[int, ...], None] = {}
         draws = 1000 * (size + 100)     # ~20 per prompt, more when size is near the pool's size
@@ -158,47 +168,36 @@ class Task:
         """
         total = 0
         for family in self.families():
-            total += _count_held_out(family)
+            total += family_held_out_count(family)
             if stop_at is not None and total >= stop_at:
                 break
         return total
 
+    def evaluate(self, model: TinyTransformer, config: TrainConfig, history: History,
+                 held_out: list[list[int]]) -> Evaluation:
+        """Exact-match accuracy of greedy answers on the held-out prompts."""
+        acc = accuracy(model, self, held_out)
+        return Evaluation({"held_out_exact_match": acc, "held_out_size": len(held_out)},
+                          f"held-out exact-match accuracy {acc:.2%} on {len(held_out)} sequences")
 
-def is_held_out(prompt: list[int]) -> bool:
-    """The fixed held-out split: 1 prompt in 20, by the CRC32 of its tokens."""
-    return zlib.crc32(bytes(prompt)) % 20 == 0
+    def draw_figures(self, model: TinyTransformer, history: History, held_out: list[list[int]],
+                     folder: Path) -> None:
+        """The training loss, and every head's attention on the longest held-out prompt and its answer."""
+        plots.loss_curve(history.loss, folder / "loss.png", f"{self.name}: training loss")
+        shown = max(held_out, key=len)
+        example = shown + self.solve(shown)       # the model reads all but the last token
+        maps = [m.numpy()[0] for m in model.attention_maps(np.array([example[:-1]]))]
+        gloss = self.gloss(shown, self.solve(shown))            # add: "92 + 214 = 306"
+        plots.attention_grid(maps, decode(example[:-1]).split(), folder / "attention.png",
+                             f"{self.name}: attention (rows: queries, columns: keys) on held-out "
+                             f"'{decode(shown)}'" + (f" ({gloss})" if gloss else ""))
 
+    def to_meta(self) -> dict[str, Any]:
+        return {"name": self.name}
 
-def _count_held_out(family: tuple[Sequence[int], ...]) -> int:
-    """The number of held-out prompts in a family of one length (tokens allowed per position).
-
-    CRC32 is affine over GF(2) for messages of one length n, so for A of length k and B of length
-    n − k, crc(A‖B) = crc(A‖0…) ⊕ crc(0…‖B) ⊕ crc(0…0). Two tables of the halves' CRCs then give
-    every prompt's CRC as one XOR, 10⁸ prompts in a fraction of a second.
-    """
-    return sum(int(held.sum()) for _, held in _held_out_blocks(family))
-
-
-def _held_out_prompts(family: tuple[Sequence[int], ...]) -> list[list[int]]:
-    """Every held-out prompt of a family, in lexicographic order (from the same tables)."""
-    k = len(family) // 2
-    fronts, backs = (list(itertools.product(*half)) for half in (family[:k], family[k:]))
-    return [list(fronts[start + f] + backs[b])
-            for start, held in _held_out_blocks(family) for f, b in zip(*np.nonzero(held))]
-
-
-def _held_out_blocks(family: tuple[Sequence[int], ...]) -> Iterator[tuple[int, np.ndarray]]:
-    """(first front row, booleans fronts × backs: held out) for blocks of the family's first-half
-    prompts against every second half, ~10⁷ pairs per block."""
-    k = len(family) // 2
-    zeros_after, zeros_before = bytes(len(family) - k), bytes(k)
-    front = np.array([zlib.crc32(bytes(a) + zeros_after) for a in itertools.product(*family[:k])],
-                     dtype=np.uint32)
-    back = np.array([zlib.crc32(zeros_before + bytes(b)) for b in itertools.product(*family[k:])],
-                    dtype=np.uint32) ^ np.uint32(zlib.crc32(bytes(len(family))))
-    chunk = max(1, 10**7 // len(back))
-    for i in range(0, len(front), chunk):
-        yield i, (front[i:i + chunk, None] ^ back) % 20 == 0
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> ToyTask:
+        return get_task(meta["name"])
 
 
 def decode(ids: list[int] | np.ndarray) -> str:
@@ -211,7 +210,7 @@ ADD_DIGITS = 3
 _DIGITS = frozenset("0123456789")
 
 
-class _ListTask(Task):
+class _ListTask(ToyTask):
     """A list of 1 to LIST_LEN digits, then "|"; the answer is a list of digits, then "."."""
 
     max_prompt = max_answer = LIST_LEN + 1
@@ -286,7 +285,7 @@ class Sort(_ListTask):
         return sorted(digits)
 
 
-class Add(Task):
+class Add(ToyTask):
     """add: two numbers of up to 3 digits; both numbers and their sum least significant digit first.
 
     Every number is written the way it is added by hand, right to left: ones, tens, hundreds. The
@@ -315,10 +314,7 @@ class Add(Task):
                f"{ADD_DIGITS + 1}-digit sum are written least significant digit first")
     example = "2 4 0 + 9 9 1 =  →  1 4 2 0 .  (42 + 199 = 241)"
     max_prompt, max_answer = 2 * ADD_DIGITS + 2, ADD_DIGITS + 2
-    steps = 3000
-    encoding = 2
-    earlier_encodings = MappingProxyType(
-        {1: "the two numbers most significant digit first (42 + 199 as 0 4 2 + 1 9 9 =)"})
+    defaults = MappingProxyType({"steps": 3000})
 
     def families(self) -> list[tuple[Sequence[int], ...]]:
         return [(range(10),) * ADD_DIGITS + ((PLUS,),) + (range(10),) * ADD_DIGITS + ((EQUALS,),)]
@@ -369,18 +365,42 @@ class Add(Task):
         return [n // 10**i % 10 for i in range(width)]
 
 
-TASKS: dict[str, Task] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
+TASKS: dict[str, ToyTask] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
 
 
 def get_task(name: str | Task) -> Task:
-    """The task called `name` (a Task passes through); raises ValueError naming the known tasks.
+    """The toy task called `name` (a Task passes through); raises ValueError naming the known tasks.
 
     Example:
         >>> get_task("sort").max_prompt, get_task("add").max_answer
         (9, 5)
     """
-    if isinstance(name, Task):
+    if not isinstance(name, str):
         return name
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
     return TASKS[name]
+
+
+def answer(model: TinyTransformer, task: str | ToyTask, prompts: list[list[int]]) -> list[list[int]]:
+    """Greedy answers, decoded token by token with ``model.generate`` (not teacher-forced).
+
+    Each answer runs through the end token when the model writes one; prompts may differ in length.
+    """
+    task = get_task(task)
+    answers: list[list[int]] = [[] for _ in prompts]
+    by_length: dict[int, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        by_length.setdefault(len(prompt), []).append(i)
+    for length, rows in by_length.items():
+        out = model.generate(np.array([prompts[i] for i in rows]), task.max_answer).numpy()
+        for i, tokens in zip(rows, out[:, length:].tolist()):
+            answers[i] = tokens[:tokens.index(END) + 1] if END in tokens else tokens
+    return answers
+
+
+def accuracy(model: TinyTransformer, task: str | ToyTask, prompts: list[list[int]]) -> float:
+    """Exact match: the share of prompts whose whole greedy answer (through ".") is right."""
+    task = get_task(task)
+    predicted = answer(model, task, prompts)
+    return float(np.mean([p == task.solve(q) for p, q in zip(predicted, prompts)]))
