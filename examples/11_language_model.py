@@ -33,7 +33,7 @@ import numpy as np
 
 from tinygrad_attn.files import write_atomically
 from tinygrad_attn.text.corpus import DEFAULT_CORPUS, default_corpus
-from tinygrad_attn.training import load_run
+from tinygrad_attn.training import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 # Kept in the run folder: the train command's printout, and where and how long it ran.
@@ -103,7 +103,7 @@ def samples_of(log: str) -> dict[int, str]:
     found = {int(step): ast.literal_eval(text)
              for step, text in re.findall(r"^sample after step (\d+): (.*)$", log, re.M)}
     final = re.search(r"^sample \(temperature [\d.]+, top-k \d+\): (.*)$", log, re.M)
-    steps = re.search(r"^text: validation loss [\d.]+ nats per token after (\d+) steps", log, re.M)
+    steps = re.search(r"^text: validation loss [\d.]+ nats per (?:token|character) after (\d+) steps", log, re.M)
     if final is None or steps is None:
         sys.exit(f"no final report in the train command's printout:\n{log[-2000:]}")
     found[int(steps.group(1))] = ast.literal_eval(final.group(1))
@@ -198,7 +198,7 @@ def attention_on_mark(maps: np.ndarray, ids: np.ndarray, mark_ids: list[int]) ->
 def head_figures(run, eval_size: int) -> tuple[str, str]:
     """The first layer's heads by offset, and the head of any layer that finds each mark best."""
     task = run.task.with_text(default_corpus(), DEFAULT_CORPUS)     # a checkpoint keeps its digest only
-    ids, _ = task.validation_windows(eval_size)
+    ids, _ = task.held_out(eval_size)
     maps = [m.numpy().astype(np.float64) for m in run.model.attention_maps(ids)]
     offsets = attention_by_offset(maps[0])
     heads = ["| head | on itself | 1 back | 2 back | reads as |", "|---|---|---|---|---|"]
@@ -268,7 +268,7 @@ def main() -> None:
     if not (out / LOG).is_file() or not (out / HOW_IT_RAN).is_file():
         sys.exit(f"{out} has no {LOG} and {HOW_IT_RAN}: give --from-run a folder this script trained")
     how_it_ran = json.loads((out / HOW_IT_RAN).read_text(encoding="utf-8"))
-    run = load_run(out)
+    run = Run.load(out)
     samples = samples_of((out / LOG).read_text(encoding="utf-8"))
     sample = tinygrad_attn(["sample", str(out), PROMPT, "--seed", str(SAMPLE_SEED),
                             "--max-new-tokens", str(SAMPLE_TOKENS)])
