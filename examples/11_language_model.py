@@ -103,7 +103,8 @@ def samples_of(log: str) -> dict[int, str]:
     found = {int(step): ast.literal_eval(text)
              for step, text in re.findall(r"^sample after step (\d+): (.*)$", log, re.M)}
     final = re.search(r"^sample \(temperature [\d.]+, top-k \d+\): (.*)$", log, re.M)
-    steps = re.search(r"^text: validation loss [\d.]+ nats per (?:token|character) after (\d+) steps", log, re.M)
+    steps = re.search(r"^text: validation loss [\d.]+ nats per (?:token|character) after (\d+) steps",
+                      log, re.M)
     if final is None or steps is None:
         sys.exit(f"no final report in the train command's printout:\n{log[-2000:]}")
     found[int(steps.group(1))] = ast.literal_eval(final.group(1))

@@ -31,7 +31,7 @@ DOCS, NOTEBOOKS = ROOT / "docs", ROOT / "notebooks"
 # ops.md is a generated table and has no notebook.
 LESSON_PAGES = ("how_the_engine_works", "stepper", "softmax", "cross_entropy", "layer_norm",
                 "gradient_checking", "attention", "worked_example", "scaling", "multi_head",
-                "modern_attention", "real_model", "mistakes", "flash_attention", "language_model")
+                "modern_attention", "real_model", "mistakes", "flash_attention", "language_model", "kernels")
 METADATA = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
             "language_info": {"name": "python"}}
 CELL_TIMEOUT = 600          # seconds one cell may run

@@ -2,12 +2,14 @@
 runs are deterministic, a run continued from a checkpoint repeats the uninterrupted losses exactly,
 and accuracy is measured by real greedy decoding."""
 
+import contextlib
 import dataclasses
 import json
 
 import numpy as np
 import pytest
 
+from tinygrad_attn import textbook
 from tinygrad_attn.errors import CheckpointError
 from tinygrad_attn.optim import warmup_cosine
 from tinygrad_attn.training import (
@@ -26,11 +28,14 @@ TINY = dict(steps=24, d_model=16, num_heads=2, num_layers=1, batch_size=16, warm
 
 
 @pytest.mark.slow
-def test_reverse_learns_within_200_steps():
-    """The threshold test: a small model on the held-out reverse prompts (~2 s)."""
+@pytest.mark.parametrize("form", ["kernels", "textbook"])
+def test_reverse_learns_within_200_steps(form):
+    """The threshold test: a small model on the held-out reverse prompts (~2 s), with the kernels
+    and with every op in its textbook form (``ta.textbook()``): the same accuracy either way."""
     config = TrainConfig(steps=200, d_model=32, batch_size=32, warmup=20, lr=1e-2)
     model = make_model("reverse", config)
-    history = train(model, "reverse", config)
+    with textbook() if form == "textbook" else contextlib.nullcontext():
+        history = train(model, "reverse", config)
     assert np.mean(history.loss[:10]) > 1.5 and np.mean(history.loss[-10:]) < 0.05
     assert accuracy(model, "reverse", get_task("reverse").held_out(200)) >= 0.9
 
