@@ -7,10 +7,9 @@ CuPy never warns, so this only affects NumPy. Two forms:
 - ``silence_float_errors()`` then ``restore_float_errors(token)``, for the per-op path
   (``apply``, the backward pass). NumPy 2 keeps the state in a context variable (per thread),
   private to it (``numpy._core._ufunc_config._extobj_contextvar``); setting that variable to a
-  state derived once per caller's state instead of entering an ``np.errstate`` per op saves
-  0.7 µs of a 9.4 µs chain op, 8-10 µs of a 116 µs MLP 16 step
-  (``python -m benchmarks.check_costs chain --tricks``). When a NumPy has no such name, the token
-  is an entered ``np.errstate``: the same effect at errstate's cost.
+  state derived once per caller's state instead of entering an ``np.errstate`` per op saves a
+  share of every small op (``python -m benchmarks.check_costs chain --tricks``). When a NumPy has
+  no such name, the token is an entered ``np.errstate``: the same effect at errstate's cost.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 A training step makes and frees the same large arrays (activations, gradients) at every step. By
 default glibc gives blocks of a few MiB back to the operating system when they are freed, so the
-next step's arrays are fresh pages that the kernel must map and zero on first touch: on a 2-core
-machine that was about a fifth of a TinyTransformer step (46 → 38 ms). ``keep_freed_memory``
-asks malloc to serve blocks up to 32 MiB from its heap and to keep up to 256 MiB of freed memory
-there, so each step reuses the pages of the one before; the process's resident size stays near
-its peak instead of shrinking between steps.
+next step's arrays are fresh pages that the kernel must map and zero on first touch, a large
+share of a TinyTransformer step (benchmarks/README.md: "The train step and glibc's malloc").
+``keep_freed_memory`` asks malloc to serve blocks up to 32 MiB from its heap and to keep up to
+256 MiB of freed memory there, so each step reuses the pages of the one before; the process's
+resident size stays near its peak instead of shrinking between steps.
 
 It changes the whole process, so the engine and the optimizers never call it: ``training.train``
 (the training loop that the ``train`` command runs) does, as it takes the process over for a run,
