@@ -6,7 +6,7 @@ the page shows. Each notebook is then run in a fresh Jupyter kernel, as a learne
 and runs every cell would, and stored with what its cells printed and drew, so that it reads on a
 code host without being run. The test suite checks that every notebook's cells are what this
 script builds from its page, and that a fresh run prints what the stored outputs say
-(tests/test_notebooks.py). Edit the page, then run:
+(tests/docs/test_notebooks.py). Edit the page, then run:
 
     python notebooks/build.py              # every notebook
     python notebooks/build.py softmax      # the notebooks of the pages named

@@ -63,10 +63,10 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     token = silence_float_errors()  # inf/NaN without RuntimeWarnings, as PyTorch; anomaly mode reports them
     try:
         out = op.forward(ctx, *arrays, **params)
+        if half and out.dtype == np.float32:
+            out = out.astype(np.float16)    # a sum past 65504 is inf, quietly, as PyTorch
     finally:
         restore_float_errors(token)
-    if half and out.dtype == np.float32:
-        out = out.astype(np.float16)
     node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.mode.open_blocks:    # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)

@@ -20,7 +20,7 @@ __all__ = ["KEPT_DIFFERENCES", "ONE_RULE", "TRANSFORMER_OPS", "add_parser", "fil
 
 # The ops a default or a Llama TinyTransformer runs, forward and backward: fused or not, with dropout
 # while training, attention as the flash kernel from nn.attention.FLASH_FROM keys on
-# (tests/test_cli.py traces both models and compares). docs/ops.md lists them first.
+# (tests/commands/test_cli.py traces both models and compares). docs/ops.md lists them first.
 TRANSFORMER_OPS = ("add", "cross_entropy", "dropout", "flash_attention", "gelu", "getitem", "layer_norm",
                    "linear", "matmul", "mul", "reshape", "rms_norm", "rope", "scaled_dot_product_attention",
                    "silu", "softmax", "transpose")
@@ -35,7 +35,7 @@ ONE_RULE = ("**One rule: a PyTorch name means what it means in PyTorch.** Where 
 
 # Where a PyTorch-named function's parameters differ from PyTorch's (names, order, defaults, or one of
 # PyTorch's missing; compared with inspect.signature or torch's docstring by
-# tests/test_pytorch_signatures.py): the parameters that differ, and why. A positional call means the
+# tests/engine/test_pytorch_signatures.py): the parameters that differ, and why. A positional call means the
 # same in both unless the reason says otherwise.
 _FIRST_ARGUMENT = ("the first argument is named as the lessons' formulas name it (x, probs, logits), not "
                    "`input`; passed by position, as everyone passes it, it means the same")
@@ -95,7 +95,7 @@ KEPT_DIFFERENCES = {
 }
 
 # What a learner can call that is not an op of its own: a composition of registered ops (as
-# PyTorch defines it), so its backward is theirs. tests/test_op_surface.py checks each exists.
+# PyTorch defines it), so its backward is theirs. tests/engine/test_op_surface.py checks each exists.
 COMPOSED = {
     "add sub mul div neg pow": "the method forms of `+ - * / - **`",
     "view squeeze unsqueeze flatten unflatten": "`reshape`",

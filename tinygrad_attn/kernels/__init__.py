@@ -2,7 +2,7 @@
 one file per family, each registered for the op and the devices it serves (``registry.py``).
 
 The textbook op is the reference: gradchecked, stepped and drawn. A kernel subclasses it, keeps
-its residuals, and is proven equal to it by ``tests/test_kernels.py`` to the tolerance it states.
+its residuals, and is proven equal to it by ``tests/ops/test_kernels.py`` to the tolerance it states.
 ``ta.textbook()`` turns kernels off. Importing this package imports every module in it, so
 ``KERNELS`` is complete whoever imports it first. The shared pieces: ``parallel.py`` (the batch cut
 among threads) and ``reductions.py`` (row sums and maxima made fast).

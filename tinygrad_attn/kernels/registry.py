@@ -7,7 +7,7 @@ residuals, cases, insides), and it saves the same residuals under the same names
 op's textbook ``backward`` can run on what the kernel's ``forward`` saved (the stepper and the
 explorer do: what a learner sees is the textbook op). ``@kernel("cpu", "cuda", ulps=…)``
 registers it for the devices it serves; ``ulps`` is how far its results may be from the textbook
-op's, in units of the dtype's machine epsilon (0: bit for bit), which ``tests/test_kernels.py``
+op's, in units of the dtype's machine epsilon (0: bit for bit), which ``tests/ops/test_kernels.py``
 checks on every case of the op, on each device.
 
 ``apply`` asks ``choose(op, xp)`` for the class to run: the kernel of that device unless the op

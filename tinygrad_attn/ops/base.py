@@ -99,7 +99,7 @@ class Op:
 
     ``backward`` may overwrite the ``grad`` it is handed (``grad *= y``): an op of your own gets a
     copy from the engine. A registered op leaves ``grad`` unchanged (``@register`` sets
-    ``grad_read_only``, ``tests/test_op_contract.py`` checks every case), so it gets the array itself.
+    ``grad_read_only``, ``tests/ops/test_op_contract.py`` checks every case), so it gets the array itself.
     """
 
     name: str = ""

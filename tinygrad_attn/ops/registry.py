@@ -12,7 +12,7 @@ REGISTRY: dict[str, type[Op]] = {}
 def register(op: type[Op]) -> type[Op]:
     """Class decorator: add `op` to REGISTRY after checking its formula names its forward's inputs
     and it carries at least one gradcheck case. A registered op never writes into the gradient it
-    is handed (tests/test_op_contract.py checks it), so the engine hands it over without a copy."""
+    is handed (tests/ops/test_op_contract.py checks it), so the engine hands it over without a copy."""
     if op.name in REGISTRY:
         raise ValueError(f"op {op.name!r} is registered twice")
     inputs = op.input_names()

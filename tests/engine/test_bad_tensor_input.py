@@ -67,7 +67,7 @@ def test_axes_out_of_range_are_shape_errors(build, message):
     (lambda t: F.log_softmax(t, axis=1),
      r"log_softmax: dim 1 is out of range for a 0-d tensor \(0 or -1 only\)"),
 ])
-def test_zero_d_tensors_take_dim_0_or_minus_1_only(build, message):     # tests/test_zero_d_dims.py
+def test_zero_d_tensors_take_dim_0_or_minus_1_only(build, message):     # tests/ops/test_zero_d_dims.py
     with pytest.raises(ta.ShapeError, match=f"^{message}$"):
         build(ta.Tensor(3.0))
 

@@ -11,7 +11,7 @@ import pytest
 
 from tinygrad_attn import functional as F
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tinygrad_attn"
+PACKAGE = Path(__file__).resolve().parents[2] / "tinygrad_attn"
 NAMELESS = {"__main__.py", "guards/__init__.py", "commands/__init__.py"}     # nothing to export
 MODULES = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                  if str(p.relative_to(PACKAGE)) not in NAMELESS)

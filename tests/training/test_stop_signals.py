@@ -18,7 +18,7 @@ from tinygrad_attn.training import checkpoint
 from tinygrad_attn.training.run_folder import RunFolder
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 posix_only = pytest.mark.skipif(os.name != "posix", reason="sends POSIX signals")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tinygrad_attn"
+PACKAGE = Path(__file__).resolve().parents[2] / "tinygrad_attn"
 ROOT = "tinygrad_attn"          # the package's own __init__, as a module name
 
 # Lowest first. A module's layer is that of its first dotted part: ops.softmax is in "ops".
@@ -179,7 +179,7 @@ GRAPH = import_graph(PACKAGE)
 
 def test_every_module_belongs_to_a_layer():
     unplaced = [n for n in GRAPH if layer(n) is None]
-    assert unplaced == [], f"place these in LAYERS (tests/test_layering.py): {unplaced}"
+    assert unplaced == [], f"place these in LAYERS (tests/engine/test_layering.py): {unplaced}"
 
 
 def test_no_module_imports_from_a_higher_layer():

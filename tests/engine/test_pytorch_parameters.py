@@ -1,4 +1,4 @@
-"""The parameters the signature comparison (tests/test_pytorch_signatures.py) found missing or
+"""The parameters the signature comparison (tests/engine/test_pytorch_signatures.py) found missing or
 defaulting otherwise than PyTorch's, each with PyTorch's meaning: values written out, and asked of
 torch where it is installed."""
 

@@ -16,7 +16,7 @@ from tinygrad_attn.commands.keys import BACK, HELP, NEXT, QUIT, meaning, read_es
 from tinygrad_attn.viz.example_graphs import EXAMPLES
 
 PROMPT = "[q] quit >"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_graph_command_writes_an_svg_and_reports_counts(tmp_path, capsys):

@@ -328,7 +328,7 @@ def test_dtype_table_is_current():
     table = dtype_table()
     assert "| div | float32 | float32 | float16 | float32 | float64 |" in table
     assert "| mean | float32 | float32 | float16 | float32 | float64 |" in table
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "dtypes.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "dtypes.md").read_text()
     assert doc == table, "docs/dtypes.md is stale: run `tinygrad-attn dtypes > docs/dtypes.md`"
 
 

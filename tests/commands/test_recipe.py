@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "CONTRIBUTING.md"
 SKIP = shutil.ignore_patterns(".git", "__pycache__", "runs", "*.png", "notebooks", ".ci")
 
@@ -85,16 +85,17 @@ def test_the_recipe_for_a_new_op_gives_an_op_that_passes_every_check(tmp_path):
                                     str(copy / "tinygrad_attn" / "functional.py")], probe.stderr
 
     pytest_args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist"]
-    ops_checks = run(copy, *pytest_args, "tests/test_op_contract.py", "tests/test_ops_gradcheck.py",
+    ops_checks = run(copy, *pytest_args, "tests/ops/test_op_contract.py", "tests/ops/test_ops_gradcheck.py",
                      "-k", "cube")
     assert ops_checks.returncode == 0, ops_checks.stdout[-3000:]
     assert re.search(r"(\d+) passed", ops_checks.stdout).group(1) != "0"
-    rest = run(copy, *pytest_args, "tests/test_docs.py", "tests/test_public_api.py", "tests/test_layering.py",
-               "tests/test_cli.py::test_ops_doc_is_the_current_registry_table",
-               "tests/test_op_surface.py::test_dtype_table_is_current",
-               "tests/test_op_surface.py::test_dtype_table_has_every_registered_op_and_each_runs_on_floats",
-               "tests/test_functional.py::test_public_functions_are_documented",
+    rest = run(copy, *pytest_args, "tests/docs/test_docs.py", "tests/engine/test_public_api.py",
+               "tests/engine/test_layering.py",
+               "tests/commands/test_cli.py::test_ops_doc_is_the_current_registry_table",
+               "tests/engine/test_op_surface.py::test_dtype_table_is_current",
+               "tests/engine/test_op_surface.py::test_dtype_table_has_every_registered_op_and_each_runs_on_floats",
+               "tests/engine/test_functional.py::test_public_functions_are_documented",
                "tinygrad_attn/functional_extras.py")
     assert rest.returncode == 0, rest.stdout[-3000:]
-    assert "cube" in run(copy, *pytest_args, "--collect-only", "tests/test_functional.py",
+    assert "cube" in run(copy, *pytest_args, "--collect-only", "tests/engine/test_functional.py",
                          "tinygrad_attn/functional_extras.py").stdout

@@ -12,7 +12,7 @@ import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn.viz.example_graphs import EXAMPLES
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RNG = np.random.default_rng(7)
 MASKS = {
     "none": (None, False),

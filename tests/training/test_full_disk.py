@@ -20,7 +20,7 @@ from tinygrad_attn.training import Run, TrainConfig, checkpoint
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sets RLIMIT_FSIZE")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
 CHILD = """
 import resource, signal, sys

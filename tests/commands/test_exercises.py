@@ -20,7 +20,7 @@ from tinygrad_attn.exercises import checker
 from tinygrad_attn.exercises.checker import find_exercise, verdict
 from tinygrad_attn.exercises.child import run_child
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUBS = sorted((ROOT / "exercises").glob("[0-9][0-9]_*.py"))
 
 

@@ -10,7 +10,7 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn.commands.ops import ONE_RULE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAN = float("nan")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 jupytext = pytest.importorskip("jupytext", reason="the notebook tests need the dev extra: "
                                "python -m pip install -e '.[dev]'")

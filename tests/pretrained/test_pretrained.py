@@ -233,7 +233,7 @@ def test_keys_left_out_mean_what_transformers_defaults_to(kind):
 def test_the_docs_table_names_every_key_transformers_knows():
     """docs/real_model.md §6 has a row for each field of the config classes of the four types (and
     of the Ministral a mistral config with layer_types becomes)."""
-    page = (Path(__file__).parents[1] / "docs" / "real_model.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "real_model.md").read_text()
     table = page.split("## 6. What `load_pretrained` does with each key of config.json")[1].split("\n## ")[0]
     named = {key for row in table.splitlines() if row.startswith("| `")
              for key in re.findall(r"`(\w+)`", row.split(" | ")[0])}

@@ -10,7 +10,7 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 CONTRIBUTING = DOCS.parent / "CONTRIBUTING.md"
 

@@ -125,7 +125,7 @@ def test_bad_configs_are_refused_before_training(bad, match):
 
 def test_train_keeps_freed_memory_for_the_next_steps_arrays(monkeypatch):
     """train() sets the process's malloc to keep freed memory (host_memory), once per call, before
-    its first step; the engine itself never does (tests/test_host_memory.py checks the setting)."""
+    its first step; the engine itself never does (tests/engine/test_host_memory.py checks the setting)."""
     from tinygrad_attn.training import loop
 
     calls = []

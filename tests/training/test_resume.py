@@ -20,7 +20,7 @@ from tinygrad_attn.training import InterruptedMidStep, TrainConfig, TrainState, 
 from tinygrad_attn.training.tasks import get_task
 
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "1", "--batch-size", "16", "--eval-size", "20"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # The train command in a child process that, at the batch of step AT, says so on a file and waits

@@ -25,7 +25,7 @@ def test_the_installed_script_is_the_command_line_itself():
 
     tomllib = pytest.importorskip("tomllib")            # Python 3.11+
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"tinygrad-attn": "tinygrad_attn.commands.cli:main"}
     module, function = scripts["tinygrad-attn"].split(":")
@@ -43,7 +43,7 @@ def test_ops_doc_is_the_current_registry_table():
 
     table = formula_table()
     assert all(f"| `{name}` |" in table for name in REGISTRY)
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "ops.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ops.md").read_text()
     assert doc == table, "docs/ops.md is stale: run `tinygrad-attn ops > docs/ops.md`"
 
 
