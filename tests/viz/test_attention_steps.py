@@ -197,3 +197,34 @@ def test_every_number_of_the_attention_step_can_be_recomputed_from_its_printed_t
     for symbol, value in recomputed.items():
         np.testing.assert_allclose(m[symbol], value, atol=1e-3, err_msg=symbol)
     assert m["O"] == pytest.approx(m["P"] @ v, abs=1e-3)
+
+
+def test_two_threads_step_one_graph_each_with_its_own_insides():
+    """backprop_steps traced in two threads at once over one attention graph: each pass gets its
+    own insides (a context of its own), both equal to one pass alone."""
+    import threading
+
+    q, k, v = leaves((4, 3), (4, 3), (4, 2))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    cotangent = RNG.standard_normal((4, 2))
+    alone = {i.symbol: i.array for i in list(ta.backprop_steps(out, cotangent))[0].insides}
+    results, errors = [], []
+
+    def step():
+        try:
+            for _ in range(20):
+                step = list(ta.backprop_steps(out, cotangent))[0]
+                results.append({i.symbol: i.array for i in step.insides})
+        except Exception as error:          # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=step) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(results) == 40
+    for insides in results:
+        assert insides.keys() == alone.keys()
+        for symbol, array in insides.items():
+            np.testing.assert_array_equal(array, alone[symbol])
