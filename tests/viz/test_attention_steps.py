@@ -213,8 +213,8 @@ def test_two_threads_step_one_graph_each_with_its_own_insides():
     def step():
         try:
             for _ in range(20):
-                step = list(ta.backprop_steps(out, cotangent))[0]
-                results.append({i.symbol: i.array for i in step.insides})
+                first = list(ta.backprop_steps(out, cotangent))[0]
+                results.append({i.symbol: i.array for i in first.insides})
         except Exception as error:          # reported below, in the test's thread
             errors.append(error)
 
