@@ -9,7 +9,7 @@ builds on, needs no import of it. ``seed_gradient`` makes the gradient a backwar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.mode.open_blocks:    # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
-    return cast("type[Tensor]", type(owner))._from_op(out, op.name, node)   # a Tensor, as its inputs
+    return type(owner)._from_op(out, op.name, node)  # type: ignore[union-attr]  # a Tensor, as its inputs
 
 
 
