@@ -30,7 +30,7 @@ LAYERS = (
     ("text",),                  # tokenizers: text to ids and back (no tensors)
     ("backend",),
     ("guards",),                # in-place detection, anomaly mode, axis/shape checks
-    ("kernels",),               # fast paths: threads over the batch, BLAS reductions
+    ("kernels",),               # fast paths: threads over the batch (and how many), BLAS reductions
     ("ops",),                   # the op contract and every op (raw arrays only)
     ("scopes", "engine"),       # nodes, toposort, the backward pass
     ("dtypes", "apply"),        # the default float dtype; apply, every op's entry point

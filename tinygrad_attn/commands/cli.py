@@ -6,7 +6,8 @@ its default. Output piped into a reader that stops early (``| head``) ends quiet
 Ctrl-C that no command handles (while the commands' modules load). Started as a command
 (``tinygrad-attn``, ``python -m tinygrad_attn``), a Ctrl-C before the command runs, while the
 package loads too, ends the process from its signal handler with the same line
-(``startup_interrupt``, ``tinygrad_attn_cli``).
+(``startup_interrupt``, ``tinygrad_attn_cli``). A command that computes runs under the thread
+count its ``--threads`` option asks for, or its default (``thread_count``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from ..startup_interrupt import starting_done
+from .thread_count import run_with_threads
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -43,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return args.run(args)
+        return run_with_threads(args)
     except BrokenPipeError:     # `| head` stopped reading: end quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush
         return 0

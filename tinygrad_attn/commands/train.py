@@ -44,6 +44,7 @@ from ..training.saved_run import checkpoint_file, saved_step
 from ..training.tasks import TASKS, VOCAB, Task, decode, get_task
 from ..training.text_task import TextTask
 from . import train_text
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "flag", "run"]
 
@@ -111,13 +112,14 @@ def _run(args: argparse.Namespace) -> int:
             config = TrainConfig(**_min_lr_at_most_lr({**defaults, **overrides}, TrainConfig.min_lr))
             xp_for(config.device)
         held_out = None if isinstance(task, TextTask) else task.held_out(config.eval_size)
-        if isinstance(task, TextTask):
-            print(train_text.first_line(task), flush=True)
         with _output_folder(args, task, source) as folder:
             try:
                 if source is None:
                     model = make_model(task, config)
                     state = TrainState.fresh(model, config)
+                say_threads()
+                if isinstance(task, TextTask):
+                    print(train_text.first_line(task), flush=True)
                 return _train_and_report(args, task, config, model, state, held_out, folder)
             except KeyboardInterrupt as stop:   # one more while handling the first (saving, reporting)
                 resume = f"; resume with: tinygrad-attn train {task.name} --resume {folder.path}" \
@@ -421,5 +423,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "the end)")
     parser.add_argument("--stop-after", type=int, metavar="N",
                         help="stop after N (≥ 1) steps of this run and save (continue later with --resume)")
+    add_threads_option(parser, "train text", lambda args: args.task == TextTask.name)
     train_text.add_arguments(parser, flag)
     parser.set_defaults(run=run)

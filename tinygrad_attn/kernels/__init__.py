@@ -1,5 +1,5 @@
 """The kernels: fast paths beside the textbook ops, one file per family (threads over the batch,
-BLAS reductions)."""
+how many threads run, BLAS reductions)."""
 
 from __future__ import annotations
 
