@@ -10,6 +10,8 @@ chain`` to pick workloads, ``--sides ours mygrad`` to pick sides.
 Each workload is timed once per thread count, ``--threads 1 N`` by default (N: the CPU count): one
 thread on every side, then every core a learner has (each process gets the count for BLAS, OpenMP,
 PyTorch's intra-op threads and ``tinygrad_attn.kernels.parallel``); the rows say which.
+``--busy N`` runs N processes that each keep a core busy beside every side (``benchmarks/busy.py``),
+as other people's work does on a shared machine, and prints the load average before and after.
 A side whose library is not installed (``python -m pip install -e '.[bench]'``) is left out with
 a line saying so. Every process runs with glibc keeping freed memory for reuse, as ``tinygrad-attn
 train`` does (``--no-keep-freed-memory`` for glibc's own thresholds, under which a step's page
@@ -25,7 +27,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .options import add_process_options, apply_process_options, idle_for
+from .busy import busy_processes, load_average
+from .options import add_process_options, apply_process_options, idle_for, non_negative_int
 
 WORKLOAD_NAMES = ("mlp", "chain", "attention", "train", "memory", "reverse", "text", "smollm")
 SIDE_NAMES = ("ours", "torch", "mygrad", "numpy")
@@ -48,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "glibc's own thresholds whether a step maps its pages afresh changes from "
                              "process to process (our train step took 22.4-27.6 ms in seven runs, 21.4-23.1 "
                              "with it); --no-keep-freed-memory measures glibc's defaults")
+    parser.add_argument("--busy", type=non_negative_int, default=0, metavar="N",
+                        help="N processes that each keep a core busy beside every side while it is timed, "
+                             "as other people's work on a shared machine (default 0); the load average "
+                             "is printed before and after")
     add_process_options(parser, default_rounds=10, several_threads=True)
     return parser
 
@@ -73,6 +80,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     apply_process_options(parser, args)     # before NumPy loads its thread pool, here and in the workers
+    with busy_processes(args.busy):
+        if args.busy:
+            print(f"{args.busy} busy process{'es' if args.busy > 1 else ''} beside every side; load "
+                  f"average before: {load_average()}", flush=True)
+        table = _measure(args)
+        if args.busy:
+            print(f"load average after: {load_average()}")
+    print(table)
+    return 0
+
+
+def _measure(args: argparse.Namespace) -> str:
+    """Every workload asked for, each side in its own process: the lines describing them printed,
+    the table returned."""
     from .harness import describe_environment, describe_side, format_table
     from .smollm import smollm_rows
     from .specs import rows
@@ -121,8 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              if several else "")
           + "a peer's "
           "cell: its median (median over rounds of peer / tinygrad_attn; below 1: the peer is faster)")
-    print(format_table(table, sides))
-    return 0
+    return format_table(table, sides)
 
 
 if __name__ == "__main__":

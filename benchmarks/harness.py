@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tinygrad_attn.kernels.parallel import openblas
+from tinygrad_attn.kernels.threads import openblas
 
 from .options import thread_environment
 from .sides import TITLES

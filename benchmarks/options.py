@@ -7,23 +7,31 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Callable
 
-__all__ = ["add_process_options", "apply_process_options", "idle_for", "non_negative_seconds",
-           "positive_int", "set_thread_count", "thread_environment"]
+__all__ = ["add_process_options", "apply_process_options", "idle_for", "non_negative_int",
+           "non_negative_seconds", "positive_int", "set_thread_count", "thread_environment", "whole_number"]
 
 
 SPIN_IDLE = 0.15    # seconds: OpenBLAS's idle threads spin for about 0.1 s after a call
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (argparse names the flag in its error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def whole_number(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `least` (argparse names the flag in its error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {least}, got {text!r}") \
+                from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+    return parse
+
+
+positive_int = whole_number(1)
+non_negative_int = whole_number(0)
 
 
 def non_negative_seconds(text: str) -> float:

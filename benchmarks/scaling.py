@@ -5,7 +5,7 @@
 
 One process builds each workload once (float32) and times it with each thread count in turn,
 round after round, so that the machine's load lands on every count alike: each count sets
-``parallel.set_threads(n)`` and OpenBLAS's threads to n. A row gives, per count, the median wall
+``threads.set_threads(n)`` (OpenBLAS's threads and the split's). A row gives, per count, the median wall
 time of a step, its CPU time (all threads), and the step's critical path in CPU time: the calling
 thread's CPU time with every split counted as its slowest piece. On a machine whose cores are free
 the wall time approaches the critical path; on a loaded machine (more runnable threads than
@@ -80,12 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_thread_count(max(args.threads))         # before NumPy loads: OpenBLAS starts this many threads
     import numpy as np
 
-    from tinygrad_attn.kernels import parallel
+    from tinygrad_attn.kernels import parallel, threads
     from tinygrad_attn.training.host_memory import keep_freed_memory
 
     from . import specs
     from .sides import ours
-    blas = parallel.openblas()
+    blas = threads.openblas()
     blas_before = None if blas is None else blas[0]()
     kept = args.keep_freed_memory and keep_freed_memory()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
@@ -101,9 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             samples = {n: {"wall": [], "cpu": [], "path": []} for n in args.threads}
             for _ in range(args.rounds + 1):            # the first round warms each count up
                 for n in args.threads:
-                    parallel.set_threads(n)
-                    if blas is not None:
-                        blas[1](n)
+                    threads.set_threads(n)          # OpenBLAS's and over_batch's
                     time.sleep(SPIN_IDLE if n > 1 else 0)
                     wall, cpu = time.perf_counter(), time.process_time()
                     critical = path.step_path(bench.step)
@@ -118,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{ratio:.2f}× |", flush=True)
     finally:
         path.close()
-        parallel.set_threads(None)
+        threads.set_threads(None)
         if blas is not None:
             blas[1](blas_before)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

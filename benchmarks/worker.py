@@ -35,8 +35,8 @@ def _info(side: str, threads: int) -> dict:
         torch.set_num_threads(threads)
         info.update(version=torch.__version__, intra_op_threads=torch.get_num_threads())
     elif side == "ours":
-        from tinygrad_attn.kernels import parallel
-        info["batch_threads"] = parallel.get_threads()
+        from tinygrad_attn.kernels import threads
+        info["batch_threads"] = threads.get_threads()
     elif side == "mygrad":
         import mygrad
         info["version"] = mygrad.__version__

@@ -57,6 +57,15 @@ def _one_blas_thread():
 
 
 @pytest.fixture
+def threads_line():
+    """The line a command prints first, on stderr, in the suite (one BLAS thread, from the environment)."""
+    from tinygrad_attn.commands.thread_count import describe
+    from tinygrad_attn.kernels.threads import thread_count
+
+    return describe(thread_count()) + "\n"
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(1234)
 

@@ -24,9 +24,12 @@ from .errors import AnomalyError, DeviceError, GradcheckError, ShapeError
 from .gradcheck import gradcheck
 from .guards.anomaly import detect_anomaly
 from .kernels import textbook
+from .kernels.threads import apply as _use_the_thread_count
 from .pretrained import load_pretrained, save_pretrained
 from .tensor import Tensor, concat, stack, where
 from .viz.stepper import backprop_steps
+
+_use_the_thread_count()      # one thread unless asked: kernels/threads.py says why
 
 __all__ = [
     "AnomalyError", "DeviceError", "GradcheckError", "ShapeError", "Tensor", "arange", "backprop_steps",

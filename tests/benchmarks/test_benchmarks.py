@@ -6,15 +6,19 @@ products is checked against the model's shapes, and the MyGrad side (when instal
 against ours in float64 on every workload.
 """
 
+import contextlib
 import importlib.util
 import os
 import re
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
 from benchmarks import __main__ as bench_main
-from benchmarks import specs
+from benchmarks import busy, specs
 from benchmarks.harness import mismatch
 from benchmarks.sides import bare_numpy, ours
 
@@ -51,6 +55,55 @@ def test_quick_suite_prints_a_row_per_workload(capsys, monkeypatch):
         assert re.match(r"\| " + pattern, row), (pattern, row)
 
 
+def test_busy_processes_run_beside_every_side_and_are_stopped_after(capsys, monkeypatch):
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(variable, raising=False)     # main() sets them; restored after the test
+    started, running_at_the_end = [], []
+    real = bench_main.busy_processes
+
+    @contextlib.contextmanager
+    def watched(n):
+        with real(n) as processes:
+            started.extend(processes)
+            yield processes
+            running_at_the_end.extend(p.poll() is None for p in processes)   # the timing is done
+
+    monkeypatch.setattr(bench_main, "busy_processes", watched)
+    argv = ["--quick", "--only", "mlp", "--sides", "ours", "--threads", "1", "--busy", "2"]
+    assert bench_main.main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^2 busy processes beside every side; load average before: [\d.]+ [\d.]+ [\d.]+$", out,
+                     re.MULTILINE)
+    assert re.search(r"^load average after: [\d.]+ [\d.]+ [\d.]+$", out, re.MULTILINE)
+    assert re.search(r"^\| MLP 16→16→4, batch 8, cross-entropy, SGD step +\| [\d.]+ ms", out, re.MULTILINE)
+    assert len(started) == 2 and running_at_the_end == [True, True]
+    assert all(p.poll() is not None for p in started)           # stopped once main returned
+
+
+def test_a_busy_process_ends_when_its_parent_is_gone():
+    """Killed before it could stop them, the benchmark leaves no busy process behind."""
+    start_one = f"[sys.executable, '-c', {busy.SPIN!r}, str(os.getpid())]"
+    parent = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys, time\n"
+                               f"child = subprocess.Popen({start_one})\n"
+                               "print(child.pid, flush=True)\ntime.sleep(300)"],
+                              stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    for _ in range(600):                 # it notices within one loop turn; give the system time
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as stat:
+            if stat.read().split()[2] == "Z":       # ended, not yet reaped by its new parent
+                break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        pytest.fail("the busy process outlived its parent")
+
+
 def test_a_missing_peer_is_left_out_with_a_line_saying_so(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "mygrad" else real(name))
@@ -76,6 +129,7 @@ BAD_OPTIONS = [("benchmarks", ["--rounds", "-3"], "--rounds: must be at least 1,
                ("benchmarks", ["--idle", "nan"], f"--idle: {SECONDS} nan"),
                ("benchmarks", ["--idle", "inf"], f"--idle: {SECONDS} inf"),
                ("benchmarks", ["--idle", "soon"], "--idle: expected a number of seconds, got 'soon'"),
+               ("benchmarks", ["--busy", "-1"], "--busy: must be at least 0, got -1"),
                ("benchmarks.modern", ["--rounds", "-1"], "--rounds: must be at least 1, got -1"),
                ("benchmarks.check_costs", ["--calls", "0"], "--calls: must be at least 1, got 0"),
                ("benchmarks.fresh_process", ["--steps", "-2"], "--steps: must be at least 1, got -2"),
@@ -235,10 +289,11 @@ def test_the_suite_times_one_thread_and_every_core_by_default(monkeypatch):
 def test_scaling_prints_a_row_per_thread_count_and_puts_the_settings_back(capsys, monkeypatch):
     from benchmarks import scaling
     from tinygrad_attn.kernels import parallel
+    from tinygrad_attn.kernels.threads import openblas, thread_count
 
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(var, "1")        # scaling sets them: restored afterwards
-    blas = parallel.openblas()
+    blas = openblas()
     before = None if blas is None else blas[0]()
     run_piece = parallel._run_piece
     # (--no-keep-freed-memory: this test's process keeps glibc's own malloc settings)
@@ -250,7 +305,7 @@ def test_scaling_prints_a_row_per_thread_count_and_puts_the_settings_back(capsys
         assert re.search(rf"\| causal attention n = 256, 4 heads, d 64, fwd \+ bwd \| {threads} \| [\d.]+ \| "
                          r"[\d.]+ \| [\d.]+ \| [\d.]+× \|", out), out
     assert out.startswith("load average before: ") and "load average after: " in out
-    assert parallel._run_piece is run_piece and parallel._chosen is None
+    assert parallel._run_piece is run_piece and thread_count().source != "set_threads"
     assert blas is None or blas[0]() == before
 
 

@@ -9,20 +9,21 @@ import pytest
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
 from tinygrad_attn.kernels import parallel
+from tinygrad_attn.kernels.threads import openblas, set_threads
 
 
 @pytest.fixture(autouse=True)
 def environment_threads():
     """Every test starts and ends following the environment."""
-    parallel.set_threads(None)
+    set_threads(None)
     yield
-    parallel.set_threads(None)
+    set_threads(None)
 
 
 def attention_grads(kernel, q, k, v, threads, **options):
     """Output and dQ, dK, dV of `kernel` with the batch split among `threads` threads, from a
     random cotangent (the same in every call)."""
-    parallel.set_threads(threads)
+    set_threads(threads)
     leaves = [ta.Tensor(a, requires_grad=True) for a in (q, k, v)]
     out = kernel(*leaves, **options)
     out.backward(np.random.default_rng(1).standard_normal(out.shape).astype(q.dtype))
@@ -93,7 +94,7 @@ def test_every_piece_runs_once_at_the_same_time_as_the_others():
         together.wait()
         return index
 
-    parallel.set_threads(3)
+    set_threads(3)
     results = parallel.over_batch(body, (1, 7, 2), work=parallel.min_work())
     assert results == [(slice(None), slice(0, 2)), (slice(None), slice(2, 4)), (slice(None), slice(4, 7))]
     assert sorted(str(i) for i, _ in seen) == sorted(str(i) for i in results)
@@ -101,18 +102,18 @@ def test_every_piece_runs_once_at_the_same_time_as_the_others():
 
 
 def test_small_work_a_nested_call_and_one_thread_run_whole():
-    parallel.set_threads(4)
+    set_threads(4)
     assert parallel.over_batch(lambda i: i, (8,), work=parallel.min_work() - 1) == [()]
     assert parallel.over_batch(lambda i: parallel.over_batch(lambda j: j, (8,), work=parallel.min_work()),
                                (8,), work=parallel.min_work()) == [[()]] * 4
     assert parallel.over_batch(lambda i: i, (8, 4), work=parallel.min_work(), fixed=0) == [
         (slice(None), slice(a, a + 1)) for a in range(4)]
-    parallel.set_threads(1)
+    set_threads(1)
     assert parallel.over_batch(lambda i: i, (8,), work=10**9) == [()]
 
 
 def test_a_failing_piece_raises_after_every_piece_is_done():
-    parallel.set_threads(2)
+    set_threads(2)
     done = []
 
     def body(index):
@@ -125,29 +126,10 @@ def test_a_failing_piece_raises_after_every_piece_is_done():
     assert done == [(slice(2, 4),)]
 
 
-def test_thread_count_follows_the_settings(monkeypatch):
-    for name in ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(12)), raising=False)
-    assert parallel.get_threads() == 12                 # the cores this process may use
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "6")
-    assert parallel.get_threads() == 6
-    monkeypatch.setenv("OMP_NUM_THREADS", "5")
-    assert parallel.get_threads() == 5
-    monkeypatch.setenv("TINYGRAD_ATTN_THREADS", "1")   # the switch: off, whatever BLAS uses
-    assert parallel.get_threads() == 1
-    parallel.set_threads(16)
-    assert parallel.get_threads() == 16
-    for bad in (0, -2, 1.5, True, "4"):
-        with pytest.raises(ValueError, match="set_threads: n must be a whole number"):
-            parallel.set_threads(bad)
-    assert parallel.get_threads() == 16                 # a refused value changes nothing
-
-
 @pytest.fixture
 def blas():
     """OpenBLAS's (get, set) of its thread count, the count put back after the test."""
-    found = parallel.openblas()
+    found = openblas()
     if found is None:
         pytest.skip("NumPy's BLAS here is not OpenBLAS")
     before = found[0]()
@@ -158,13 +140,13 @@ def blas():
 def test_blas_threads_are_given_back_after_a_split(blas):
     get, put = blas
     put(2)
-    parallel.set_threads(2)
+    set_threads(2)
     during = parallel.over_batch(lambda i: get(), (4,), work=parallel.min_work())
     assert during == [1, 1] and get() == 2
 
 
 def test_a_split_started_while_another_thread_splits_runs_whole():
-    parallel.set_threads(2)
+    set_threads(2)
     inside, release, second = threading.Event(), threading.Event(), []
 
     def first_body(index):
@@ -196,7 +178,7 @@ def test_the_cut_axis_gives_the_smallest_largest_piece():
     assert parallel.split_axis((64, 4), threads=8) == 0
     assert parallel.split_axis((3, 2), fixed=0) == 1            # a summed axis is never cut
     assert parallel.split_axis((1, 1)) is None
-    parallel.set_threads(4)
+    set_threads(4)
     assert parallel.over_batch(lambda i: i, (2, 4), work=parallel.min_work()) == [
         (slice(None), slice(a, a + 1)) for a in range(4)]
 
@@ -206,7 +188,7 @@ def test_small_work_is_not_split_while_other_threads_keep_a_core_busy(monkeypatc
     for name, key in (("perf_counter", "wall"), ("process_time", "process"), ("thread_time", "thread")):
         monkeypatch.setattr(parallel.time, name, lambda key=key: clock[key])
     monkeypatch.setattr(parallel, "_last_call", None)
-    parallel.set_threads(2)
+    set_threads(2)
     halves = [(slice(0, 2),), (slice(2, 4),)]
     assert parallel.over_batch(lambda i: i, (4,), work=parallel.MIN_WORK) == halves   # first call
     # 10 ms later; this thread used 8 ms of CPU, other threads 2 ms (a fifth of a core): not busy
@@ -232,7 +214,7 @@ def test_the_pieces_run_on_cores_of_their_own_and_the_caller_gets_its_cores_back
     cores = parallel.os.sched_getaffinity(0)
     if len(cores) < 2:
         pytest.skip("one core")
-    parallel.set_threads(2)
+    set_threads(2)
     held = parallel.over_batch(lambda i: parallel.os.sched_getaffinity(0), (2,), work=parallel.min_work())
     assert all(len(h) == 1 for h in held) and held[0] != held[1] and held[0] | held[1] <= cores
     assert parallel.os.sched_getaffinity(0) == cores
@@ -243,6 +225,6 @@ def test_a_split_runs_where_threads_may_not_be_held_to_cores(monkeypatch):
         raise PermissionError("sched_setaffinity: not allowed")
 
     monkeypatch.setattr(parallel.os, "sched_setaffinity", refused, raising=False)
-    parallel.set_threads(2)
+    set_threads(2)
     halves = [(slice(0, 2),), (slice(2, 4),)]
     assert parallel.over_batch(lambda i: i, (4,), work=parallel.min_work()) == halves

@@ -190,7 +190,8 @@ def test_sample_command_prints_each_token_before_the_next_is_computed(text_run, 
     assert shown == expected + [("write", "\n")]
 
 
-def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_run, monkeypatch, capsys):
+def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_run, monkeypatch, capsys,
+                                                                          threads_line):
     def two_tokens_then_ctrl_c(model, ids, new, temperature, top_k, rng, on_token):
         on_token(ids[0])
         on_token(ids[1])
@@ -198,7 +199,7 @@ def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_r
     monkeypatch.setattr(sample_command, "generate_beyond_context", two_tokens_then_ctrl_c)
     capsys.readouterr()
     assert cli.main(["sample", str(text_run), "the c", "--seed", "3"]) == 130
-    assert capsys.readouterr() == ("the cth\n", "interrupted\n")
+    assert capsys.readouterr() == ("the cth\n", threads_line + "interrupted\n")
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -220,16 +221,16 @@ def test_bad_prompts_and_flags_are_one_clear_message(text_run, capsys, flags, me
     assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
 
 
-def test_a_temperature_too_small_to_divide_by_is_greedy_and_says_so(text_run, capsys):
+def test_a_temperature_too_small_to_divide_by_is_greedy_and_says_so(text_run, capsys, threads_line):
     capsys.readouterr()
     greedy = ["sample", str(text_run), "the c", "--max-new-tokens", "20", "--seed", "1", "--temperature"]
     assert cli.main([*greedy, "0"]) == 0
     expected = capsys.readouterr()
     assert cli.main([*greedy, "1e-320"]) == 0
     out, err = capsys.readouterr()
-    assert out == expected.out and expected.err == ""
+    assert out == expected.out and expected.err == threads_line
     assert err == ("note: --temperature 1e-320 is below 2.23e-308, too small to divide the logits by, so "
-                   "each token is the most likely one (as with --temperature 0)\n")
+                   "each token is the most likely one (as with --temperature 0)\n" + threads_line)
     saved = Run.load(text_run)
     model, task = saved.model, saved.task
     ids = generate_beyond_context(model, np.array(task.tokenizer.encode("the c")), 20)       # greedy

@@ -5,7 +5,8 @@ its subparser and sets ``run`` (a function of the parsed arguments returning an 
 its default. `main` is the installed ``tinygrad-attn`` script (``[project.scripts]`` in
 pyproject.toml) and what ``python -m tinygrad_attn`` runs. Output piped into a reader that stops
 early (``| head``) ends quietly, and a Ctrl-C that no command handles ends with one line and exit
-code 130.
+code 130. A command that computes runs under
+the thread count its ``--threads`` option asks for, or its default (``thread_count``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+
+from .thread_count import run_with_threads
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -39,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return args.run(args)
+        return run_with_threads(args)
     except BrokenPipeError:     # `| head` stopped reading: end quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush
         return 0

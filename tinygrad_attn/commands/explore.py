@@ -13,6 +13,7 @@ import sys
 
 from ..viz.explorer import explore
 from .example_options import build_example, describe, example_parser
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "run"]
 
@@ -26,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:  # a bad model folder, text or --out: say so, no traceback
         print(f"tinygrad-attn explore: {error}", file=sys.stderr)
         return 2
+    say_threads()
     ops = f"{page.forward_ops} forward ops, then " if page.forward_ops else ""
     print(f"wrote {page.path}: {ops}{page.steps} backward steps, {len(page.html.encode()) / 1024:.0f} KiB; "
           "open it in a browser")
@@ -38,4 +40,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--forward", action="store_true",
                         help="walk the forward pass first: each op in the order it ran, with its "
                              "output's value")
+    add_threads_option(parser, "--model", lambda args: args.model is not None)
     parser.set_defaults(run=run)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..pretrained import load_pretrained, save_pretrained
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "run"]
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:      # a bad run, a model with no HF type, OUT not writable
         print(f"tinygrad-attn export: {error}", file=sys.stderr)
         return 2
+    say_threads()
     config = (folder / "config.json").read_text()
     kind = config.split('"model_type": "')[1].split('"')[0]
     count = sum(p.data.size for p in model.parameters())
@@ -44,4 +46,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("out", help="the folder to write: new or empty")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the model in OUT, every file of it (other files there are kept)")
+    add_threads_option(parser)
     parser.set_defaults(run=run)

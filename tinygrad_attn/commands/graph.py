@@ -13,6 +13,7 @@ import time
 from .. import nn
 from ..viz import collect, emit, write_image
 from .example_options import build_example, example_parser
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["COLLAPSIBLE", "add_parser", "run"]
 
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tinygrad-attn graph: {error}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - start
+    say_threads()
     print(f"wrote {path}: {len(graph.nodes)} nodes ({len(graph.ops)} ops), "
           f"{len(graph.edges)} edges, rendered in {seconds:.2f} s")
     if example.head is not None:
@@ -59,4 +61,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--expand", metavar="PATH",
                         help="draw this module (dotted path, e.g. blocks.0.attn) in full, fold all others")
     parser.add_argument("--no-grads", action="store_true", help="leave gradient norms out")
+    add_threads_option(parser, "--model", lambda args: args.model is not None)
     parser.set_defaults(run=run)

@@ -27,6 +27,7 @@ from ..training import Run, Task, answer
 from ..training.run_folder import CHECKPOINT
 from ..training.tasks import decode
 from ..training.text_task import TextTask
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "load_model", "run"]
 
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = task.parse(args.input)
     except ValueError as e:
         return _fail(str(e))
+    say_threads()
     predicted = answer(model, task, [prompt])[0]
     expected = task.solve(prompt)
     gloss = task.gloss(prompt, predicted)
@@ -113,6 +115,7 @@ def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namesp
                          f"once, so give at most {task.block_size - 1}")
     rng = np.random.default_rng(args.seed)
     stream = TextStream(task.tokenizer)
+    say_threads()
     _write_now(stream.add(prompt))
     try:
         generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng,
@@ -155,4 +158,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help=f"sample among the K most likely tokens only (default {TOP_K})")
     text.add_argument("--seed", type=int, help="seeds the sampling: the same seed writes the same text "
                                                "(default: a different text each time)")
+    add_threads_option(parser, "--model", lambda args: args.model is not None)
     parser.set_defaults(run=run)

@@ -18,6 +18,7 @@ from ..viz.forward import forward_steps
 from ..viz.stepper import backprop_steps
 from .example_options import EXAMPLES, build_example, example_parser
 from .keys import BACK, HELP, KEYS_HELP, QUIT, read_key
+from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "interact", "run", "walk"]
 
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:      # a bad folder, text, layer or head: say so, no traceback
         print(f"tinygrad-attn step: {error}", file=sys.stderr)
         return 2
+    say_threads()
     kind = "built from primitives (--unfused)" if args.unfused else "one fused op"
     attention = f" Attention is {kind}." if example.has_attention else ""
     print(f"example {args.example!r}: {EXAMPLES[args.example].__doc__}{attention}" if args.model is None
@@ -100,4 +102,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--forward", action="store_true",
                         help="walk the forward pass first: each op in the order it ran, with its "
                              "output's value")
+    add_threads_option(parser, "--model", lambda args: args.model is not None)
     parser.set_defaults(run=run)

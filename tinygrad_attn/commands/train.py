@@ -20,6 +20,7 @@ from ..training.config import ConfigError
 from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
 from ..training.saved_run import saved_step
+from .thread_count import add_threads_option, say_threads
 from .train_flags import EPILOG, add_arguments, check, flag, task_again, task_from_flags
 
 __all__ = ["add_parser", "run"]
@@ -83,6 +84,7 @@ def _run(args: argparse.Namespace) -> int:
             print(training.task.introduction, flush=True)
         with _output_folder(args, training) as folder:
             try:
+                say_threads()
                 return _train_and_report(args, training, folder)
             except KeyboardInterrupt as stop:   # one more while handling the first (saving, reporting)
                 resume = f"; resume with: tinygrad-attn train {args.task} --resume {folder.path}" \
@@ -207,4 +209,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
+    add_threads_option(parser, "train text", lambda args: args.task == "text")
     parser.set_defaults(run=run)

@@ -5,7 +5,8 @@ The textbook op is the reference: gradchecked, stepped and drawn. A kernel subcl
 its residuals, and is proven equal to it by ``tests/ops/test_kernels.py`` to the tolerance it states.
 ``ta.textbook()`` turns kernels off. Importing this package imports every module in it, so
 ``KERNELS`` is complete whoever imports it first. The shared pieces: ``parallel.py`` (the batch cut
-among threads) and ``reductions.py`` (row sums and maxima made fast).
+among threads), ``threads.py`` (how many threads run) and ``reductions.py`` (row sums and maxima
+made fast).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ once, with ``index = ()``: the kernel as the docs write it, on the whole batch. 
 run on helper threads that wait for work between splits (``_Helper``), held to cores other than
 the caller's while they run (``_own_cores``); one split at a time uses them.
 
-How many threads: ``set_threads(n)`` if called (``set_threads(1)`` turns the split off), else the
-environment's ``TINYGRAD_ATTN_THREADS``, else the BLAS/OpenMP settings (``OMP_NUM_THREADS``,
-``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), else the cores this process may run on.
+How many threads: ``threads.get_threads()``, the count the matrix products use too: one unless
+asked for more (``set_threads(n)``, ``--threads N``, TINYGRAD_ATTN_THREADS) or, for the text model
+and real shapes, the cores other processes leave idle (``threads.py`` says why).
 
 Measured gain, 2 threads against 1, on a 2-core AMD EPYC (KVM) at moments when both cores were
 idle, ``python -m benchmarks`` (each side in its own process, 0.15 s idle before each sample):
@@ -39,8 +39,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["BUSY_SHARE", "MIN_WORK", "MIN_WORK_CORES_BUSY", "get_threads", "min_work", "openblas",
-           "over_batch", "piece", "set_threads", "split_axis"]
+from .threads import get_threads, openblas
+
+__all__ = ["BUSY_SHARE", "MIN_WORK", "MIN_WORK_CORES_BUSY", "min_work", "over_batch", "piece", "split_axis"]
 
 T = TypeVar("T")
 
@@ -60,33 +61,8 @@ MIN_WORK = 1 << 15
 MIN_WORK_CORES_BUSY = 1 << 21
 BUSY_SHARE = 0.25       # other threads' CPU time, as a share of the time since the last call, that is "busy"
 
-_ENVIRONMENT = ("TINYGRAD_ATTN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-_chosen: int | None = None                  # set_threads' value; None: from the environment
 _worker = threading.local()                 # .busy: this thread runs a piece (no nested split)
 _last_call: tuple | None = None             # (thread, wall, process CPU, its CPU) as over_batch last ended
-
-
-def _from_environment() -> int:
-    """The first of _ENVIRONMENT that holds a whole number ≥ 1, else the usable cores."""
-    for name in _ENVIRONMENT:
-        value = os.environ.get(name, "").strip()
-        if value.isdigit() and int(value) >= 1:
-            return int(value)
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    return len(cores) if cores else (os.cpu_count() or 1)
-
-
-def get_threads() -> int:
-    """How many threads ``over_batch`` splits the batch among."""
-    return _chosen if _chosen is not None else _from_environment()
-
-
-def set_threads(n: int | None) -> None:
-    """Split the batch among `n` threads from now on (1: never split); None: follow the environment."""
-    global _chosen
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ValueError(f"set_threads: n must be a whole number ≥ 1 or None, got {n!r}")
-    _chosen = n
 
 
 class _Helper:
@@ -194,25 +170,6 @@ def _forget_helpers() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_helpers)
-
-
-@functools.cache
-def openblas() -> tuple[Callable[[], int], Callable[[int], None]] | None:
-    """(get, set) of the thread count of the OpenBLAS NumPy loaded, found among this process's
-    libraries (/proc/self/maps: Linux), or None (another BLAS, another system)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        return None
-    for path in paths:
-        lib = ctypes.CDLL(path)
-        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "64_"), ("openblas", "")):
-            get, put = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
-            if hasattr(lib, get) and hasattr(lib, put):
-                getattr(lib, put).argtypes = [ctypes.c_int]
-                return getattr(lib, get), getattr(lib, put)
-    return None
 
 
 @contextmanager

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import functional as F
 from ..creation import manual_seed
+from ..kernels.threads import check_idle_cores
 from ..nn import TinyTransformer
 from ..optim import AdamW, clip_grad_norm, warmup_cosine
 from ..tensor import Tensor
@@ -104,6 +105,8 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
     of the process, to keep freed memory for reuse (``host_memory.keep_freed_memory``) instead of
     mapping fresh pages each step: a TinyTransformer step otherwise takes up to a third longer,
     by process. The engine and the optimizers never change it; a loop of your own can call it.
+    After each step it calls ``kernels.threads.check_idle_cores`` (which does something only
+    inside ``thread_settings(follow_idle_cores=True)``, as ``train text`` runs).
 
     Args:
         model: a TinyTransformer, e.g. from `make_model`.
@@ -137,6 +140,7 @@ def train(model: TinyTransformer, task: str | Task, config: TrainConfig,
     with interrupts_between_steps() as stop:
         while state.step < end:
             _step(model, task, config, state)
+            check_idle_cores()          # inside thread_settings(follow_idle_cores=True) only
             if on_step is not None:
                 on_step(state.step, state.history)
             stop.raise_if_asked()
