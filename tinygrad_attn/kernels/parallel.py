@@ -16,16 +16,11 @@ How many threads: ``threads.get_threads()``, the count the matrix products use t
 asked for more (``set_threads(n)``, ``--threads N``, TINYGRAD_ATTN_THREADS) or, for the text model
 and real shapes, the cores other processes leave idle (``threads.py`` says why).
 
-Measured gain, 2 threads against 1, on a 2-core AMD EPYC (KVM) at moments when both cores were
-idle, ``python -m benchmarks`` (each side in its own process, 0.15 s idle before each sample):
-causal attention n = 256, 4 heads, fwd + bwd 3.01-3.02 → 1.95-2.04 ms (1.5×; PyTorch 3.11-3.35 →
-1.71-1.72); flash attention n = 2048, 4 heads 119.5 → 62.2 ms (1.92×; PyTorch 118.3 → 60.9).
-The pieces halve the work exactly (in CPU time, run apart); at n = 256 running them at once costs
-a fifth more CPU time (3.0 → 3.6-3.8 ms in all; the cores' shared cache, most likely) and each
-split waits for a sleeping thread to wake, which a 1 ms piece feels and a 30 ms one does not.
-Where no core is free (others' work, load 4-20) the split cannot gain: n = 256 then takes 5-10%
-longer than one thread, where OpenBLAS's and PyTorch's threads, which spin waiting for a core,
-take 2-20× longer.
+The pieces halve the work exactly (in CPU time, run apart); running them at once costs more CPU
+time than apart (the cores' shared cache, most likely) and each split waits for a sleeping thread
+to wake, which a short piece feels and a long one does not. Where no core is free the split cannot
+gain. What it gains, and where it loses, is measured in ``benchmarks/README.md`` ("Every core")
+with ``python -m benchmarks`` and ``python -m benchmarks.scaling``.
 """
 
 from __future__ import annotations
@@ -46,18 +41,14 @@ __all__ = ["BUSY_SHARE", "MIN_WORK", "MIN_WORK_CORES_BUSY", "min_work", "over_ba
 T = TypeVar("T")
 
 # Below this many elements of work (attention: score elements, batch × Tq × Tk) the batch is not
-# split: handing a piece to another thread costs some 20-50 µs, the work of about 2,000-5,000
-# scores. Causal attention at n = 256 with 4 heads has 262,144; the train step's 64 × 4 × 32 × 32 too.
+# split: handing a piece to another thread costs as much as a few thousand scores' work.
 MIN_WORK = 1 << 15
 
 # The threshold while other threads of this process kept a core busy since the last call
 # (``_cores_busy_elsewhere``): BLAS's own, which spin for a while after each threaded product (the
-# linear layers'), on the core a helper needs; the helper then gets part of it. On the 2-core
-# machine, both cores otherwise idle, 2 threads, split / whole (BLAS's threads only):
-#   nanoGPT laptop text step, 196,608 scores a layer, BLAS's threads spinning, 4 paired runs:
-#   47.5-63.9 / 46.6-59.7 ms (whole faster in 3 by 1-14 ms, split in 1 by 0.6)
-#   attention n = 256, 4 heads (262,144; nothing else running), python -m benchmarks: 1.95-2.04 /
-#   2.16-2.23 ms (PyTorch 1.71-1.84); flash n = 2048 (8,912,896), a loop: 61.8-64.6 / 76.1-80.4 ms
+# linear layers'), on the core a helper needs; the helper then gets part of it: the nanoGPT text
+# step (196,608 scores a layer) stays whole, attention at n = 256 alone (262,144) and flash at
+# n = 2048 split (benchmarks/README.md, "Every core").
 MIN_WORK_CORES_BUSY = 1 << 21
 BUSY_SHARE = 0.25       # other threads' CPU time, as a share of the time since the last call, that is "busy"
 
@@ -68,9 +59,8 @@ _last_call: tuple | None = None             # (thread, wall, process CPU, its CP
 class _Helper:
     """A thread that runs one piece at a time, handed over by two locks used as signals: ``go``
     (released: a piece is waiting) and ``done`` (released: its result or error is in). Waking it
-    costs one lock release, not ThreadPoolExecutor's queue, future and condition (measured on the
-    2-core machine, an empty piece handed over and waited for: 13 µs against 21-37 µs while the
-    other core was busy; 47-58 µs when it sat idle, the time a halted virtual core takes to wake)."""
+    costs one lock release, not ThreadPoolExecutor's queue, future and condition (the hand-off's
+    cost, with the other core busy and idle: benchmarks/README.md, "Every core")."""
 
     def __init__(self, number: int):
         self.go, self.done = threading.Lock(), threading.Lock()
@@ -134,9 +124,8 @@ def _own_cores(helpers: list[_Helper]) -> Iterator[None]:
 
     Left free after the machine sat idle, a woken helper was put on the caller's core, or the
     caller on the helper's, and the pieces took turns on one core: the idle core counted as taken
-    (2-core KVM machine, both cores idle, 2 threads, a split attention step at n = 256 after 0.15 s
-    of idle: 3.05-3.32 ms free, 2.30-2.39 ms with the helper held, 1.91-2.15 ms with both; one
-    thread 2.7-3.0 ms)."""
+    (a split attention step after the cores sat idle was slower free than held: measured in
+    benchmarks/README.md, "Every core")."""
     getcpu = _current_cpu()
     if getcpu is None or not hasattr(os, "sched_setaffinity"):
         yield
@@ -176,7 +165,7 @@ if hasattr(os, "register_at_fork"):
 def _one_blas_thread() -> Iterator[None]:
     """BLAS on one thread while pieces run: each piece's products then run on its own core. With
     BLAS's threads as well, the two spin-wait on each other and OpenBLAS runs one threaded product
-    at a time (measured at n = 256, 4 heads: 2× slower than one thread per piece). Only the split
+    at a time, slower than one thread per piece. Only the split
     that holds the helpers (``_crew_lock``) sets it, so no two splits undo each other's setting."""
     blas = openblas()
     if blas is None or blas[0]() <= 1:
