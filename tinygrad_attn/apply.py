@@ -18,7 +18,7 @@ from .backend import array_module, device_of, ones
 from .errors import DeviceError, ShapeError
 from .float_errors import restore_float_errors, silence_float_errors
 from .guards import anomaly
-from .kernels.registry import choose
+from .kernels.registry import ACTIVE
 from .ops.base import Context, Op
 from .scopes import current_scope
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 __all__ = ["apply", "seed_gradient"]
+
+_HALF = np.dtype(np.float16)    # NumPy's dtypes are singletons: `is` is a pointer test
 
 
 def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
@@ -55,7 +57,9 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
         arrays.append(data)
         needs_grad.append(t.requires_grad)
     xp = array_module(first)
-    op = choose(op, xp)             # its kernel on this device, unless the op runs in textbook form
+    kernels = ACTIVE.get(op)        # its kernel on each device, unless the op runs in textbook form
+    if kernels is not None:
+        op = kernels[xp is not np]
     ctx = Context(xp, tuple(needs_grad), params)
     half = op.half_in_single and params.get("dtype") is None and _has_half(arrays)
     if half:
@@ -75,7 +79,10 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
 
 
 def _has_half(arrays: list[Any]) -> bool:
-    return any(a is not None and a.dtype == np.float16 for a in arrays)
+    for a in arrays:                # a loop, not any(generator): this runs for every summing op
+        if a is not None and a.dtype is _HALF:
+            return True
+    return False
 
 
 def _check_one_device(op: type[Op], inputs: tuple[Tensor | None, ...]) -> None:

@@ -59,7 +59,8 @@ class Optimizer:
         for p, buffers in zip(self.params, self.buffers):
             if p.grad is not None:
                 self._update(p, p.grad, buffers)
-                inplace.bump(p.data)    # a graph that saved p refuses its backward from now on
+                if type(p.data) is not np.ndarray:  # (NumPy's are fingerprinted: a change is seen)
+                    inplace.bump(p.data)    # a graph that saved p refuses its backward from now on
 
     def _update(self, p: Tensor, grad: Any, buffers: dict[str, Any]) -> None:
         raise NotImplementedError

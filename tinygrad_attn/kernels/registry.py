@@ -29,7 +29,7 @@ import numpy as np
 from ..ops.base import Op
 from ..ops.registry import REGISTRY
 
-__all__ = ["DEVICES", "KERNELS", "choose", "kernel", "textbook", "textbook_ops"]
+__all__ = ["ACTIVE", "DEVICES", "KERNELS", "choose", "kernel", "textbook", "textbook_ops"]
 
 DEVICES = ("cpu", "cuda")
 # op → {device: kernel class}
@@ -38,8 +38,8 @@ KERNELS: dict[type[Op], dict[str, type[Op]]] = {}
 _lock = threading.Lock()
 _textbook_blocks: list[frozenset[str] | None] = []   # the open `textbook()` blocks (None: every op)
 # op → (cpu kernel or the op, cuda kernel or the op), for the ops that have kernels and are not
-# in textbook form: what `choose` reads, rebuilt whenever a block opens or closes.
-_active: dict[type[Op], tuple[type[Op], type[Op]]] = {}
+# in textbook form: what `choose` (and `apply`, inline) reads, rebuilt whenever a block opens or closes.
+ACTIVE: dict[type[Op], tuple[type[Op], type[Op]]] = {}
 
 
 def kernel(*devices: str, ulps: float = 0):
@@ -69,7 +69,7 @@ def kernel(*devices: str, ulps: float = 0):
 
 def choose(op: type[Op], xp: Any) -> type[Op]:
     """The class that runs `op` on arrays of module `xp`: its kernel there, or the op itself."""
-    pair = _active.get(op)
+    pair = ACTIVE.get(op)
     return op if pair is None else pair[xp is not np]
 
 
@@ -127,9 +127,9 @@ def _from_environment() -> frozenset[str] | None:
 
 def _rebuild() -> None:
     plain = textbook_ops()
-    _active.clear()
+    ACTIVE.clear()
     if plain is None:
         return
     for op, by_device in KERNELS.items():
         if op.name not in plain:
-            _active[op] = (by_device.get("cpu", op), by_device.get("cuda", op))
+            ACTIVE[op] = (by_device.get("cpu", op), by_device.get("cuda", op))
