@@ -3,7 +3,8 @@
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.check_costs [KEY] [--rounds 15] [--tricks | --kernels]
 
 KEY is a row of ``python -m benchmarks`` (``specs.rows``; default ``chain``: ·w and tanh
-alternately on (8, 8), then backward; ``mlp784`` shows the cost on large arrays). Its step is
+alternately on (8, 8), then backward; ``mlp784`` shows the cost on large arrays) or ``text`` (the
+nanoGPT laptop model's train step, ``specs.NANOGPT``, as ``op_times text`` times it). Its step is
 run with every check, and again with one check replaced by a no-op: the in-place fingerprints
 (taken at forward, compared at backward), the silencing of NumPy's float warnings, the module
 scope each node records. The variants run round-robin in one process (all of them are
@@ -47,7 +48,7 @@ from tinygrad_attn.ops import REGISTRY
 
 from .options import positive_int
 from .sides import ours
-from .specs import rows
+from .specs import NANOGPT, Workload, rows
 
 
 @contextmanager
@@ -61,7 +62,12 @@ def _replaced(owner: object, name: str, stand_in: object) -> Iterator[None]:
 
 
 class _NoFingerprints:
-    """inplace as engine.record sees it, watching nothing: backward then has nothing to compare."""
+    """inplace as engine.record sees it, sealing and watching nothing: backward then has nothing
+    to compare."""
+
+    @staticmethod
+    def seal(out, inputs) -> None:
+        return None
 
     @staticmethod
     def watch(saved, inputs, out) -> tuple:
@@ -70,7 +76,7 @@ class _NoFingerprints:
 
 VARIANTS: dict[str, list[tuple[object, str, object]]] = {     # (module, name, stand-in) to replace
     "every check (the engine as shipped)": [],
-    "without in-place fingerprints": [(engine, "inplace", _NoFingerprints)],
+    "without the in-place guard": [(engine, "inplace", _NoFingerprints)],
     "without silencing float warnings": [(apply_module, "silence_float_errors", lambda: None),
                                          (apply_module, "restore_float_errors", lambda token: None)],
     "without module scopes on nodes": [(engine, "current_scope", lambda: None)],
@@ -152,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.check_costs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("key", nargs="?", default="chain",
-                        help="the row: " + ", ".join(w.key for w in rows(False)))
+                        help="the row: " + ", ".join(w.key for w in rows(False)) + ", or text")
     parser.add_argument("--rounds", type=positive_int, default=15)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tricks", action="store_true",
@@ -162,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=positive_int, default=10, help="steps per sample")
     args = parser.parse_args(argv)
     workloads = {w.key: w for w in rows(False)}
+    workloads["text"] = Workload("text", "train", "the nanoGPT laptop model's train step (text)",
+                                 NANOGPT)
     if args.key not in workloads:
         parser.error(f"unknown row {args.key!r}; one of {', '.join(workloads)}")
     workload = workloads[args.key]

@@ -65,7 +65,7 @@ class Node:
         self.scope = scope      # the innermost module running when it was made (has `.path`)
         self.site = None        # (file, line) of user code, recorded only under detect_anomaly
         self.grad = None        # gradient of this node's output from the latest backward
-        # saved inputs/output with their fingerprints or versions (see inplace.py)
+        # saved arrays a user can write into, with their fingerprints or versions (see inplace.py)
         self.watched: tuple[tuple[int | None, Any, Any], ...] = ()
 
 
@@ -95,12 +95,14 @@ def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
     """The node for an op's result, or None under ``no_grad``; ``apply`` asks only when an input
     requires grad.
 
-    The saved arrays that a user can reach (an input's or the output's data) are fingerprinted
-    now, so that backward can refuse to run on values edited in place since (``inplace.py``).
+    The output's own memory is sealed (read-only), and the saved arrays that a user can still
+    write into (a leaf's data) are fingerprinted now, so that backward can refuse to run on values
+    edited in place since (``inplace.py``).
     """
     if _grad_mode.open_blocks and not _grad_mode.value():
         return None
     node = Node(op, ctx, inputs, current_scope())
+    inplace.seal(out, inputs)
     saved = ctx.saved
     if saved:
         node.watched = inplace.watch(saved, inputs, out)

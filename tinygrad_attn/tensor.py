@@ -44,7 +44,8 @@ class Tensor(TensorMethods):
     Changing values: write ``x.data`` under ``no_grad()`` before building the graph (or build
     a new graph afterwards), as an optimizer step does. An array that backward needs (``x`` in
     ``x * x``) must not be edited in place between the forward pass and backward: backward then
-    raises a RuntimeError naming the op and the tensor, instead of using the new values.
+    raises a RuntimeError naming the op and the tensor, instead of using the new values. The data
+    of a tensor that an op made in a graph is read-only (``Tensor(t)`` is a writable copy).
 
     Example:
         >>> x = Tensor([1.0, 2.0], requires_grad=True)

@@ -1,4 +1,6 @@
-"""In-place edits of arrays that backward needs are caught at backward; safe ways still work."""
+"""In-place edits of arrays that backward needs are caught: an op's own output is read-only (the
+edit fails at its line), a leaf's array is fingerprinted (the edit is refused at backward); safe
+ways still work."""
 
 import numpy as np
 import pytest
@@ -19,13 +21,41 @@ def test_edit_of_a_saved_leaf_after_forward_names_op_and_tensor():
     assert x.grad is None                       # refused before any gradient was written
 
 
-def test_edit_of_a_saved_output_names_the_output():
+def test_an_ops_output_is_read_only_so_an_edit_fails_at_its_line():
     x = ta.Tensor([0.5, 1.0], requires_grad=True)
-    y = x.exp()
+    y = x.exp()                                  # exp's backward reads its output
+    with pytest.raises(ValueError, match="read-only"):
+        y.data *= 2
+    with pytest.raises(ValueError, match="read-only"):
+        y.reshape(2, 1).data[0, 0] = 0.0         # a view of it is read-only too
+    with pytest.raises(ValueError, match="read-only"):
+        y.detach().data[1] = 0.0                 # detach() shares the memory
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, np.exp([0.5, 1.0]))  # the values backward read are intact
+    assert y.node.watched == ()                  # sealed: nothing to compare at backward
+
+
+def test_an_ops_output_stays_writable_outside_a_graph_and_a_copy_is_always_writable():
+    x = ta.Tensor([0.5, 1.0], requires_grad=True)
+    with ta.no_grad():
+        y = x.exp()                              # no graph: the array is the caller's
     y.data *= 2
-    with pytest.raises(RuntimeError, match=r"^exp: its output \(output of exp\) of shape \(2,\) was "
+    z = ta.Tensor([1.0, 2.0]).exp()              # no input requires grad: no graph either
+    z.data[0] = 0.0
+    copy = ta.Tensor((x * 3.0).detach())         # Tensor(t) copies the data
+    copy.data[0] = 7.0
+    np.testing.assert_allclose(copy.data, [7.0, 3.0])
+
+
+def test_a_view_of_a_leaf_is_not_sealed_and_the_leaf_is_still_watched():
+    w = ta.Tensor(np.arange(6.0), requires_grad=True)
+    v = w.reshape(2, 3)                          # a view of w's array: w's memory, not the op's
+    loss = (v * v).sum()
+    assert w.data.flags.writeable and v.data.flags.writeable
+    w.data[4] = 0.0
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(output of reshape\) of shape \(2, 3\) was "
                                            "changed in place"):
-        y.sum().backward()
+        loss.backward()
 
 
 def test_named_parameter_edited_through_a_view_is_named():
@@ -115,14 +145,15 @@ def test_attention_inputs_are_watched():
         out.sum().backward()
 
 
-def test_an_intermediate_saved_by_two_ops_is_named_at_its_consumer():
-    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)       # 2.4 KB: checked by its bit sum
+def test_an_intermediate_saved_by_two_ops_cannot_be_edited():
+    x = ta.Tensor(np.full(300, 0.5), requires_grad=True)
     h = x.tanh()                                               # tanh saves its output ...
     loss = (h * h).sum()                                       # ... and mul saves it as input
-    h.data[7] = 0.0
-    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(output of tanh\) of shape \(300,\)"):
-        loss.backward()
-    assert x.grad is None
+    with pytest.raises(ValueError, match="read-only"):
+        h.data[7] = 0.0
+    loss.backward()
+    t = np.tanh(0.5)
+    np.testing.assert_allclose(x.grad, np.full(300, 2 * t * (1 - t * t)))
 
 
 def test_an_array_saved_by_two_ops_is_not_a_false_alarm():
@@ -181,3 +212,24 @@ def test_an_optimizer_step_between_two_passes_is_caught_on_the_gpu_by_version(st
     optim.SGD([w], lr=0.1).step()
     with pytest.raises(RuntimeError, match=r"^matmul: input 1 \(leaf\) of shape \(3, 2\) was changed"):
         loss.backward()
+
+
+def test_a_training_step_on_the_cpu_fingerprints_only_what_a_user_can_write():
+    """Every array the graph itself made is sealed, so what is left to fingerprint in a
+    TinyTransformer's graph is the parameters' memory."""
+    ta.manual_seed(0)
+    model = nn.TinyTransformer(16, 32, 2, 2, 16)
+    ids = ta.Tensor(np.random.default_rng(0).integers(0, 16, (4, 8)))
+    loss = F.cross_entropy(model(ids), ids)
+    made, stack, seen = [], [loss], set()       # the tensors the graph made
+    while stack:
+        t = stack.pop()
+        if t is not None and t.node is not None and id(t) not in seen:
+            seen.add(id(t))
+            made.append(t)
+            stack.extend(t.node.parents)
+    own = [t.data for t in made if t.data.base is None]     # memory an op allocated
+    assert own and not any(a.flags.writeable for a in own)
+    watched = [array for t in made for _, array, _ in t.node.watched]
+    roots = {id(a if a.base is None else a.base) for a in watched}
+    assert watched and roots <= {id(p.data) for p in model.parameters()}

@@ -2,25 +2,30 @@
 device.
 
 When the engine records a node, each array the op saved for backward that a user can reach (an
-input's or the output's ``.data``) is watched; backward refuses to run a node whose arrays
-changed since (PyTorch's version-counter check). How an array is watched depends on where it lives:
+input's or the output's ``.data``) is guarded; backward refuses to run a node whose arrays
+changed since (PyTorch's version-counter check). How an array is guarded depends on whose memory
+it is and where it lives:
 
-- A NumPy array (the CPU) is fingerprinted, because NumPy cannot intercept a write such as
-  ``x.data[0] = 5``: a copy of its bytes up to 64 KiB (exact; a reduction costs more than the copy
-  at those sizes), else the wrapping integer sum of its bits as 64-bit words (as words of its
-  itemsize when its bytes do not split into words), which any change to one element, even of one
-  bit, NaN included, changes. Backward fingerprints it again and compares.
+- An op's own output on the CPU (memory the op allocated, not a view of an input's) is sealed:
+  NumPy's read-only flag is set when the node is recorded, before anyone else holds it, so an edit
+  such as ``h.data[0] = 5`` fails at the line that makes it (NumPy's ``ValueError: assignment
+  destination is read-only``) and nothing needs checking at backward.
+- Any other NumPy array (a leaf's: parameters, inputs; or a view of one) is fingerprinted, because
+  NumPy cannot intercept a write such as ``x.data[0] = 5``: a copy of its bytes up to 64 KiB
+  (exact; a reduction costs more than the copy at those sizes), else the wrapping integer sum of
+  its bits as 64-bit words (as words of its itemsize when its bytes do not split into words),
+  which any change to one element, even of one bit, NaN included, changes. Backward fingerprints
+  it again and compares.
 - Any other array (CuPy's, on the GPU) carries a version instead: a count that the library's own
   in-place writers raise (``bump``: every optimizer's step, a gradient check's nudges), compared at
   backward as a Python number. Nothing is read back from the device, so a step never waits for it.
   A write straight into a CuPy array's memory (``x.data[0] = 5``) is not seen there, as an edit
   through PyTorch's ``.data`` is not.
 
-An array saved by two ops (tanh's output, then the next mul's input) is watched once at forward
-and checked once per backward pass.
+An array saved by two ops (a leaf read by two muls) is checked once per backward pass.
 
 Limits: a large NumPy array edited in a way that keeps the sum of its words (two elements
-swapped) goes unseen; private residuals (softmax probabilities) are not watched. Index arrays
+swapped) goes unseen; private residuals (softmax probabilities) are not guarded. Index arrays
 (getitem's, an embedding's ids) are not watched but copied when the op runs, so editing them
 afterwards changes no gradient.
 """
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
     from ..engine import Node
     from ..tensor import Tensor
 
-__all__ = ["bump", "check_unchanged", "fingerprint", "version", "watch"]
+__all__ = ["bump", "check_unchanged", "fingerprint", "seal", "version", "watch"]
 
 
 _UNSIGNED = {n: np.dtype(f"uint{8 * n}") for n in (1, 2, 4, 8)}
@@ -80,17 +85,32 @@ def bump(array: Any) -> None:
     _versions[key] = _versions.get(key, 0) + 1
 
 
+def _root(array: np.ndarray) -> np.ndarray:
+    """The NumPy array that owns `array`'s memory (a view's base, its base's base, …)."""
+    while type(array.base) is np.ndarray:
+        array = array.base
+    return array
+
+
+def seal(out: Any, inputs: tuple) -> None:
+    """Make a NumPy output read-only when its memory is the op's own, not an input's (a reshape
+    returns a view of its input's): no one else holds it yet, and from now on no one can write
+    into it, so it needs no fingerprint."""
+    if type(out) is not np.ndarray:
+        return
+    root = _root(out)
+    for t in inputs:
+        if t is not None and _root(t.data) is root:
+            return
+    root.setflags(write=False)
+
+
 def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:
     """(input index or None for the output, array, its fingerprint or ("version", n)) for each saved
-    array that is an input's or the output's data, each array once.
-
-    An input's array that the op which made it saved as its output (tanh's output read again by
-    the next mul) keeps that op's record: an edit in between is caught at that op's node either
-    way, and the array is read once instead of twice.
-    """
+    array that is an input's or the output's data and that a user can still write into (a sealed
+    array cannot be), each array once."""
     watched: list[tuple[int | None, Any, Any]] = []
     for array in saved.values():
-        then = None
         if array is out:
             index = None
         else:
@@ -99,21 +119,15 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
                     break
             else:
                 continue                    # a private residual, or None
-            producer = inputs[index].node
-            if producer is not None:
-                for made, seen, print_ in producer.watched:
-                    if made is None and seen is array:
-                        then = print_
         for _, seen, _ in watched:
             if seen is array:
                 break                       # saved twice (x * x): watched once
         else:
-            if then is None:                # the commonest case first, inline: a small NumPy array
-                if type(array) is np.ndarray:
-                    then = array.tobytes() if array.nbytes <= _SMALL_BYTES else fingerprint(array)
-                else:
-                    then = ("version", version(array))
-            watched.append((index, array, then))
+            if type(array) is not np.ndarray:
+                watched.append((index, array, ("version", version(array))))
+            elif _root(array).flags.writeable:
+                then = array.tobytes() if array.nbytes <= _SMALL_BYTES else fingerprint(array)
+                watched.append((index, array, then))
     return tuple(watched)
 
 

@@ -86,7 +86,7 @@ class Relu(Op):
     @staticmethod
     def forward(ctx, x):
         # The output tells where x > 0 as well as x does, and the next op (a linear layer) keeps
-        # it anyway: saving y instead of x leaves one array to fingerprint for in-place edits.
+        # it anyway: saving y instead of x leaves one array for the in-place guard.
         y = ctx.xp.maximum(x, 0)
         ctx.save(y=y)
         return y
