@@ -10,7 +10,7 @@ with no graph. ``Tensor`` inherits these methods; a new op's method goes here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -83,80 +83,80 @@ class TensorMethods:
     __slots__ = ()
 
     @property
-    def T(self) -> Tensor:
+    def T(self: Tensor) -> Tensor:
         """The last two axes swapped (a 1-D or 0-D tensor is returned as it is)."""
         return self if self.ndim < 2 else self.swapaxes(-1, -2)
 
-    def __add__(self, other): return _binary(Add, self, self._lift(other))
-    def __radd__(self, other): return _binary(Add, self._lift(other), self)
-    def __sub__(self, other): return _binary(Sub, self, self._lift(other))
-    def __rsub__(self, other): return _binary(Sub, self._lift(other), self)
-    def __mul__(self, other): return _binary(Mul, self, self._lift(other))
-    def __rmul__(self, other): return _binary(Mul, self._lift(other), self)
-    def __truediv__(self, other): return _binary(Div, self, self._lift(other))
-    def __rtruediv__(self, other): return _binary(Div, self._lift(other), self)
-    def __pow__(self, other): return _binary(Pow, self, self._lift(other))
-    def __rpow__(self, other): return _binary(Pow, self._lift(other), self)
-    def __neg__(self): return apply(Neg, self)
+    def __add__(self: Tensor, other: Any) -> Tensor: return _binary(Add, self, self._lift(other))
+    def __radd__(self: Tensor, other: Any) -> Tensor: return _binary(Add, self._lift(other), self)
+    def __sub__(self: Tensor, other: Any) -> Tensor: return _binary(Sub, self, self._lift(other))
+    def __rsub__(self: Tensor, other: Any) -> Tensor: return _binary(Sub, self._lift(other), self)
+    def __mul__(self: Tensor, other: Any) -> Tensor: return _binary(Mul, self, self._lift(other))
+    def __rmul__(self: Tensor, other: Any) -> Tensor: return _binary(Mul, self._lift(other), self)
+    def __truediv__(self: Tensor, other: Any) -> Tensor: return _binary(Div, self, self._lift(other))
+    def __rtruediv__(self: Tensor, other: Any) -> Tensor: return _binary(Div, self._lift(other), self)
+    def __pow__(self: Tensor, other: Any) -> Tensor: return _binary(Pow, self, self._lift(other))
+    def __rpow__(self: Tensor, other: Any) -> Tensor: return _binary(Pow, self._lift(other), self)
+    def __neg__(self: Tensor) -> Tensor: return apply(Neg, self)
 
-    def __matmul__(self, other):
+    def __matmul__(self: Tensor, other: Any) -> Tensor:
         return _matmul(self, self._lift(other))
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self: Tensor, other: Any) -> Tensor:
         return _matmul(self._lift(other), self)
 
-    def exp(self) -> Tensor: return apply(Exp, as_float(self))
-    def log(self) -> Tensor: return apply(Log, as_float(self))
-    def sqrt(self) -> Tensor: return apply(Sqrt, as_float(self))
-    def tanh(self) -> Tensor: return apply(Tanh, as_float(self))
-    def sigmoid(self) -> Tensor: return apply(Sigmoid, as_float(self))
-    def relu(self) -> Tensor: return apply(Relu, self)
+    def exp(self: Tensor) -> Tensor: return apply(Exp, as_float(self))
+    def log(self: Tensor) -> Tensor: return apply(Log, as_float(self))
+    def sqrt(self: Tensor) -> Tensor: return apply(Sqrt, as_float(self))
+    def tanh(self: Tensor) -> Tensor: return apply(Tanh, as_float(self))
+    def sigmoid(self: Tensor) -> Tensor: return apply(Sigmoid, as_float(self))
+    def relu(self: Tensor) -> Tensor: return apply(Relu, self)
 
-    def gelu(self, approximate: str = "none") -> Tensor:
+    def gelu(self: Tensor, approximate: str = "none") -> Tensor:
         """GELU, x·Φ(x): exact (erf) by default as PyTorch's, or its tanh form with approximate="tanh"."""
         if approximate not in GELU_FORMS:
             raise ValueError(f"gelu: approximate must be one of {GELU_FORMS}, got {approximate!r}")
         return apply(Gelu, as_float(self), approximate=approximate)
 
-    def silu(self) -> Tensor: return apply(Silu, as_float(self))
+    def silu(self: Tensor) -> Tensor: return apply(Silu, as_float(self))
 
     # ----- reductions -----
     @numpy_spellings
-    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+    def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
             dtype: Any = None) -> Tensor:
         """Σ over `dim`; `dtype` sets the dtype it accumulates in and returns (float16 is
         always accumulated in float32)."""
         return self._reduce(Sum, dim, keepdim, **({} if dtype is None else {"dtype": np.dtype(dtype)}))
 
     @numpy_spellings
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+    def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
              dtype: Any = None) -> Tensor:
         """Σ/n over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
         return as_float(self._in_dtype(dtype))._reduce(Mean, dim, keepdim)
 
     @numpy_spellings
-    def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def amax(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The maximum over `dim` (every axis when None); at ties the gradient is shared equally."""
         return self._reduce(Max, dim, keepdim, name="amax")
 
     @numpy_spellings
-    def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def amin(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The minimum over `dim` (every axis when None); at ties the gradient is shared equally."""
         return self._reduce(Min, dim, keepdim, name="amin")
 
     @numpy_spellings
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    def max(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the maximum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first maximum's index."""
         return self._whole_or_along("max", dim, keepdim)
 
     @numpy_spellings
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    def min(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """Without `dim`, the minimum (a value; ties share the gradient); with `dim`, as PyTorch,
         ``(values, indices)`` along it, the gradient going to the first minimum's index."""
         return self._whole_or_along("min", dim, keepdim)
 
-    def _whole_or_along(self, name: str, dim: int | None, keepdim: bool) -> Tensor | ValuesIndices:
+    def _whole_or_along(self: Tensor, name: str, dim: int | None, keepdim: bool) -> Tensor | ValuesIndices:
         if dim is not None:
             return self._extremum_along(name, dim, keepdim)
         if keepdim:         # PyTorch's max() takes no keepdim: there is no axis to keep
@@ -164,7 +164,7 @@ class TensorMethods:
                             f"every element, a 0-d tensor; a{name}(keepdim=True) keeps every axis)")
         return self._reduce(Max if name == "max" else Min, None, False)
 
-    def _extremum_along(self, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+    def _extremum_along(self: Tensor, name: str, dim: int, keepdim: bool) -> ValuesIndices:
         if self.ndim == 0:                  # dim 0 or −1, as PyTorch: the value and index 0
             check_zero_d_dim(name, dim)
             return self.reshape(1)._extremum_along(name, 0, False)
@@ -178,13 +178,13 @@ class TensorMethods:
             ValuesIndices(values.squeeze(dim), indices.squeeze(dim))
 
     @numpy_spellings
-    def var(self, dim: int | Sequence[int] | None = None, *, correction: int = 1,
+    def var(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1,
             keepdim: bool = False) -> Tensor:
         """Σ (x − mean)² / max(0, n − correction): the unbiased estimate by default (correction 1,
         as PyTorch); correction 0 is the population variance; correction ≥ n gives nan (or inf)."""
         return as_float(self)._reduce(Var, dim, keepdim, correction=correction)
 
-    def _in_dtype(self, dtype: Any) -> Tensor:
+    def _in_dtype(self: Tensor, dtype: Any) -> Tensor:
         """This tensor in `dtype` (itself for None or its own dtype), through the cast op when it
         carries a gradient, so the gradient flows back."""
         if dtype is None or np.dtype(dtype) == self.dtype:
@@ -193,7 +193,7 @@ class TensorMethods:
             return apply(Cast, self, dtype=np.dtype(dtype))
         return type(self)(self.data, dtype=dtype, device=self.device)
 
-    def _reduce(self, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
+    def _reduce(self: Tensor, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
         name = name or op.name
         if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: the one element
             check_zero_d_dim(name, dim)
@@ -207,12 +207,12 @@ class TensorMethods:
         return apply(op, self, axis=axes, keepdims=keepdim, **params)
 
     # ----- shape -----
-    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        shape = sizes_argument(shape)
-        check_reshape(self.shape, self.data.size, shape)
-        return apply(Reshape, self, shape=shape)
+    def reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
+        sizes = sizes_argument(shape)
+        check_reshape(self.shape, self.data.size, sizes)
+        return apply(Reshape, self, shape=sizes)
 
-    def transpose(self, *dims: int) -> Tensor:
+    def transpose(self: Tensor, *dims: int) -> Tensor:
         """PyTorch's transpose: ``transpose(d0, d1)`` swaps two axes (on a 2-D tensor too). With
         no argument, or a full permutation of ndim > 2 axes, it permutes as ``permute``."""
         if len(dims) == 2:
@@ -224,19 +224,19 @@ class TensorMethods:
                              f"{self.ndim}), got {dims} for shape {self.shape}")
         return self.permute(*dims)
 
-    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+    def permute(self: Tensor, *dims: int | Sequence[int]) -> Tensor:
         """The axes reordered: output axis i is input axis dims[i] (a permutation of all of them)."""
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        dims = normalize_axes("permute", dims, self.ndim, sort=False)
-        if len(dims or ()) != self.ndim:
-            raise ShapeError(f"permute: dims {dims} are not a permutation for shape {self.shape}")
-        return apply(Transpose, self, axes=dims)
+        axes = normalize_axes("permute", dims, self.ndim, sort=False)
+        if len(axes or ()) != self.ndim:
+            raise ShapeError(f"permute: dims {axes} are not a permutation for shape {self.shape}")
+        return apply(Transpose, self, axes=axes)
 
-    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+    def swapaxes(self: Tensor, axis0: int, axis1: int) -> Tensor:
         """Axes axis0 and axis1 swapped (``transpose(d0, d1)``, ``swapdims``)."""
         return self._swapped("swapaxes", axis0, axis1)
 
-    def _swapped(self, name: str, axis0: int, axis1: int) -> Tensor:
+    def _swapped(self: Tensor, name: str, axis0: int, axis1: int) -> Tensor:
         if self.ndim == 0:                  # dims 0 or −1, as PyTorch: the tensor itself
             check_zero_d_dim(name, axis0)
             check_zero_d_dim(name, axis1)
@@ -248,7 +248,7 @@ class TensorMethods:
 
     swapdims = swapaxes
 
-    def __getitem__(self, index: Any) -> Tensor:
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
         """Basic slicing, integer-array and boolean-array indexing, as NumPy, on either device.
 
         Index arrays may be NumPy or CuPy arrays, lists or Tensors; a GPU index for a CPU tensor
@@ -260,13 +260,13 @@ class TensorMethods:
         xp = xp_for(self.device)
         index = index if isinstance(index, tuple) else (index,)
         for i in index:
-            index_device = i.device if isinstance(i, TensorMethods) else device_of(i)
+            index_device = i.device if _is_tensor(i) else device_of(i)
             if self.device == "cpu" and index_device == "cuda":
                 raise DeviceError(f"getitem: the index is on cuda but the tensor is on {self.device}; "
                                   "move the index with .to() or backend.to_device")
         # Index arrays are copied: backward scatters through them, so a later edit of the caller's
         # array must not move the gradient. An empty list selects nothing, as in NumPy.
-        index = tuple(xp.array(i.data if isinstance(i, TensorMethods) else i,
+        index = tuple(xp.array(i.data if _is_tensor(i) else i,
                                dtype=np.intp if isinstance(i, list) and not i else None)
                       if isinstance(i, (TensorMethods, list, np.ndarray)) or device_of(i) == "cuda"
                       else i for i in index)
@@ -274,7 +274,7 @@ class TensorMethods:
         return apply(GetItem, self, index=index)
 
     @numpy_spellings
-    def split(self, split_size: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+    def split(self: Tensor, split_size: int | Sequence[int], dim: int = 0) -> list[Tensor]:
         """Pieces along `dim`, as PyTorch's: an int is each piece's size (the last one may be
         smaller), a list the sizes; ``chunk(n)`` makes n pieces."""
         dim = normalize_axis("split", dim, self.ndim)
@@ -283,7 +283,7 @@ class TensorMethods:
         return [apply(Split, self, axis=dim, start=a, stop=b)
                 for a, b in zip(starts[:-1], starts[1:])]
 
-    def masked_fill(self, mask: Any, value: float) -> Tensor:
+    def masked_fill(self: Tensor, mask: Any, value: float) -> Tensor:
         """`value` where `mask` is True, this tensor elsewhere (mask broadcasts, never differentiated)."""
         mask = as_mask(mask, self)
         broadcast_shape("masked_fill", tuple(mask.shape), self.shape, names=("mask", "x"), what="shapes of")
@@ -295,17 +295,17 @@ class TensorMethods:
     # tensors with no graph.
 
     # ----- method forms of the operators -----
-    def add(self, other: Any, *, alpha: Any = 1) -> Tensor: return self + self._times(other, alpha)
-    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor: return self - self._times(other, alpha)
-    def mul(self, other: Any) -> Tensor: return self * other
-    def neg(self) -> Tensor: return -self
-    def pow(self, exponent: Any) -> Tensor: return self ** exponent
+    def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor: return self + self._times(other, alpha)
+    def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor: return self - self._times(other, alpha)
+    def mul(self: Tensor, other: Any) -> Tensor: return self * other
+    def neg(self: Tensor) -> Tensor: return -self
+    def pow(self: Tensor, exponent: Any) -> Tensor: return self ** exponent
 
-    def _times(self, other: Any, alpha: Any) -> Any:
+    def _times(self: Tensor, other: Any, alpha: Any) -> Any:
         """`other` scaled by add's and sub's `alpha` (as it is for alpha 1)."""
         return other if alpha == 1 else self._lift(other) * alpha
 
-    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         """self / other; rounding_mode "trunc" rounds the quotient toward zero, "floor" down (as
         Python's //), in the operands' promoted dtype (integers stay integers), as PyTorch: then
         no gradient passes (the result is piecewise constant) and an integer 0 divisor raises."""
@@ -322,26 +322,27 @@ class TensorMethods:
         return apply(RoundedDiv, a, b, rounding_mode=rounding_mode)
 
     # ----- elementwise -----
-    def abs(self) -> Tensor: return apply(Abs, self)
-    def sign(self) -> Tensor: return apply(Sign, self)
-    def floor(self) -> Tensor: return apply(Floor, self)
-    def ceil(self) -> Tensor: return apply(Ceil, self)
-    def round(self, decimals: int = 0) -> Tensor: return apply(Round, self, decimals=decimals)
-    def trunc(self) -> Tensor: return apply(Trunc, self)
-    def rsqrt(self) -> Tensor: return apply(Rsqrt, as_float(self))
-    def log2(self) -> Tensor: return apply(Log2, as_float(self))
-    def exp2(self) -> Tensor: return apply(Exp2, as_float(self))
-    def sin(self) -> Tensor: return apply(Sin, as_float(self))
-    def cos(self) -> Tensor: return apply(Cos, as_float(self))
-    def erf(self) -> Tensor: return apply(Erf, as_float(self))
-    def maximum(self, other: Any) -> Tensor: return _binary(Maximum, self, self._lift(other))
-    def minimum(self, other: Any) -> Tensor: return _binary(Minimum, self, self._lift(other))
-    def logaddexp(self, other: Any) -> Tensor: return _binary(LogAddExp, as_float(self), self._lift(other))
+    def abs(self: Tensor) -> Tensor: return apply(Abs, self)
+    def sign(self: Tensor) -> Tensor: return apply(Sign, self)
+    def floor(self: Tensor) -> Tensor: return apply(Floor, self)
+    def ceil(self: Tensor) -> Tensor: return apply(Ceil, self)
+    def round(self: Tensor, decimals: int = 0) -> Tensor: return apply(Round, self, decimals=decimals)
+    def trunc(self: Tensor) -> Tensor: return apply(Trunc, self)
+    def rsqrt(self: Tensor) -> Tensor: return apply(Rsqrt, as_float(self))
+    def log2(self: Tensor) -> Tensor: return apply(Log2, as_float(self))
+    def exp2(self: Tensor) -> Tensor: return apply(Exp2, as_float(self))
+    def sin(self: Tensor) -> Tensor: return apply(Sin, as_float(self))
+    def cos(self: Tensor) -> Tensor: return apply(Cos, as_float(self))
+    def erf(self: Tensor) -> Tensor: return apply(Erf, as_float(self))
+    def maximum(self: Tensor, other: Any) -> Tensor: return _binary(Maximum, self, self._lift(other))
+    def minimum(self: Tensor, other: Any) -> Tensor: return _binary(Minimum, self, self._lift(other))
+    def logaddexp(self: Tensor, other: Any) -> Tensor:
+        return _binary(LogAddExp, as_float(self), self._lift(other))
 
-    def clip(self, min: Any = None, max: Any = None) -> Tensor:     # noqa: A002 (PyTorch's names)
+    def clip(self: Tensor, min: Any = None, max: Any = None) -> Tensor:     # noqa: A002 (PyTorch's names)
         """Values below `min` become `min`, above `max` become `max` (either may be None; Tensor
         bounds go through ``maximum``/``minimum``). The gradient passes where x is within them."""
-        if isinstance(min, TensorMethods) or isinstance(max, TensorMethods):
+        if _is_tensor(min) or _is_tensor(max):
             low = self if min is None else self.maximum(min)
             return low if max is None else low.minimum(max)
         if min is None and max is None:
@@ -352,7 +353,7 @@ class TensorMethods:
 
     clamp = clip
 
-    def lerp(self, end: Any, weight: Any) -> Tensor:
+    def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
         """self + weight ⊙ (end − self); `weight` a number or a tensor, all three broadcast."""
         start = as_float(self)
         end, weight = start._lift(end), start._lift(weight)
@@ -362,33 +363,33 @@ class TensorMethods:
     # ----- comparisons and tests: bool tensors, no gradient -----
     __hash__ = object.__hash__      # a tensor stays usable as a dict key or set member by identity
 
-    def __eq__(self, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
-    def __ne__(self, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)
-    def __lt__(self, other): return _constant("lt", lambda xp, a, b: a < b, self, other)
-    def __le__(self, other): return _constant("le", lambda xp, a, b: a <= b, self, other)
-    def __gt__(self, other): return _constant("gt", lambda xp, a, b: a > b, self, other)
-    def __ge__(self, other): return _constant("ge", lambda xp, a, b: a >= b, self, other)
-    def isnan(self) -> Tensor: return _constant("isnan", lambda xp, a: xp.isnan(a), self)
-    def isinf(self) -> Tensor: return _constant("isinf", lambda xp, a: xp.isinf(a), self)
-    def isfinite(self) -> Tensor: return _constant("isfinite", lambda xp, a: xp.isfinite(a), self)
-    def logical_not(self) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)
-    def logical_and(self, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
-    def logical_or(self, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
+    def __eq__(self: Tensor, other): return other is not None and _constant("eq", lambda xp, a, b: a == b, self, other)  # noqa: E501
+    def __ne__(self: Tensor, other): return other is None or _constant("ne", lambda xp, a, b: a != b, self, other)  # noqa: E501
+    def __lt__(self: Tensor, other) -> Tensor: return _constant("lt", lambda xp, a, b: a < b, self, other)
+    def __le__(self: Tensor, other) -> Tensor: return _constant("le", lambda xp, a, b: a <= b, self, other)
+    def __gt__(self: Tensor, other) -> Tensor: return _constant("gt", lambda xp, a, b: a > b, self, other)
+    def __ge__(self: Tensor, other) -> Tensor: return _constant("ge", lambda xp, a, b: a >= b, self, other)
+    def isnan(self: Tensor) -> Tensor: return _constant("isnan", lambda xp, a: xp.isnan(a), self)
+    def isinf(self: Tensor) -> Tensor: return _constant("isinf", lambda xp, a: xp.isinf(a), self)
+    def isfinite(self: Tensor) -> Tensor: return _constant("isfinite", lambda xp, a: xp.isfinite(a), self)
+    def logical_not(self: Tensor) -> Tensor: return _constant("logical_not", lambda xp, a: xp.logical_not(a), self)  # noqa: E501
+    def logical_and(self: Tensor, other) -> Tensor: return _constant("logical_and", lambda xp, a, b: xp.logical_and(a, b), self, other)  # noqa: E501
+    def logical_or(self: Tensor, other) -> Tensor: return _constant("logical_or", lambda xp, a, b: xp.logical_or(a, b), self, other)  # noqa: E501
 
-    def __abs__(self) -> Tensor: return self.abs()
-    def __invert__(self) -> Tensor: return self._bools("~").logical_not()
-    def __and__(self, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))
-    def __or__(self, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))
+    def __abs__(self: Tensor) -> Tensor: return self.abs()
+    def __invert__(self: Tensor) -> Tensor: return self._bools("~").logical_not()
+    def __and__(self: Tensor, other) -> Tensor: return self._bools("&").logical_and(self._lift(other)._bools("&"))  # noqa: E501
+    def __or__(self: Tensor, other) -> Tensor: return self._bools("|").logical_or(self._lift(other)._bools("|"))  # noqa: E501
     __rand__, __ror__ = __and__, __or__
 
-    def _bools(self, operator: str) -> Tensor:
+    def _bools(self: Tensor, operator: str) -> Tensor:
         """`self` if it is a bool tensor: ~ & | are logical on masks (bitwise ops are out of scope)."""
         if self.dtype != np.bool_:
             raise TypeError(f"{operator}: works on bool tensors (masks), got dtype {self.dtype}; bitwise "
                             "ops on integers are not supported")
         return self
 
-    def __bool__(self) -> bool:
+    def __bool__(self: Tensor) -> bool:
         """The truth of a single element (``if (x > 0).all():``); more elements are ambiguous."""
         if self.data.size != 1:
             raise RuntimeError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
@@ -397,24 +398,24 @@ class TensorMethods:
 
     # ----- reductions -----
     @numpy_spellings
-    def prod(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
+    def prod(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False,
              dtype: Any = None) -> Tensor:
         """Π over `dim`, of the tensor converted to `dtype` first when one is given (PyTorch's)."""
         return self._in_dtype(dtype)._reduce(Prod, dim, keepdim)
 
     @numpy_spellings
-    def logsumexp(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def logsumexp(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """log Σ exp(x) over `dim`, with the maximum subtracted first (never overflows)."""
         return as_float(self)._reduce(LogSumExp, dim, keepdim)
 
     @numpy_spellings
-    def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1,
+    def std(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1,
             keepdim: bool = False) -> Tensor:
         """√var, with the same `correction` (1 by default, as ``var``)."""
         return as_float(self)._reduce(Std, dim, keepdim, correction=correction)
 
     @numpy_spellings
-    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+    def cumsum(self: Tensor, dim: int, dtype: Any = None) -> Tensor:
         """The running sum along `dim`, of the tensor converted to `dtype` first when one is given."""
         if dtype is not None:
             return self._in_dtype(dtype).cumsum(dim)
@@ -424,16 +425,16 @@ class TensorMethods:
         return apply(CumSum, self, axis=normalize_axis("cumsum", dim, self.ndim))
 
     @numpy_spellings
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmax(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the maximum along `dim` (of the flattened tensor when dim is None)."""
         return self._arg("argmax", dim, keepdim)
 
     @numpy_spellings
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmin(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the minimum along `dim` (of the flattened tensor when dim is None)."""
         return self._arg("argmin", dim, keepdim)
 
-    def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+    def _arg(self: Tensor, name: str, dim: int | None, keepdim: bool) -> Tensor:
         if self.ndim == 0 and dim is not None:  # dim 0 or −1, as PyTorch: index 0
             check_zero_d_dim(name, dim)
             dim = None
@@ -443,16 +444,16 @@ class TensorMethods:
         return _constant(name, lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=keepdim), self)
 
     @numpy_spellings
-    def any(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         axes = self._zero_d_or_axes("any", dim)
         return _constant("any", lambda xp, a: xp.any(a, axis=axes, keepdims=keepdim), self)
 
     @numpy_spellings
-    def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         axes = self._zero_d_or_axes("all", dim)
         return _constant("all", lambda xp, a: xp.all(a, axis=axes, keepdims=keepdim), self)
 
-    def _zero_d_or_axes(self, name: str, dim: Any) -> tuple[int, ...] | None:
+    def _zero_d_or_axes(self: Tensor, name: str, dim: Any) -> tuple[int, ...] | None:
         """`dim` as normalised axes; on a 0-d tensor, dim 0 or −1 (as PyTorch) as no axis at all."""
         if self.ndim == 0 and dim is not None:
             check_zero_d_dim(name, dim)
@@ -460,7 +461,7 @@ class TensorMethods:
         return normalize_axes(name, dim, self.ndim)
 
     @numpy_spellings
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+    def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
         """(values, indices) sorted along `dim`, ties in their original order (always stable);
         NaN counts as the largest (last ascending, first descending), as PyTorch. values =
         gather(indices), so they are differentiable, each gradient going back to its element."""
@@ -473,7 +474,7 @@ class TensorMethods:
         return ValuesIndices(self.gather(dim, order), order)
 
     @numpy_spellings
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:  # noqa: A002
+    def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:  # noqa: A002
         """(values, indices) of the k largest (or smallest) elements along `dim`, largest first (or
         smallest first); NaN counts as the largest. `sorted` is accepted as PyTorch's and the
         result is always in order. `dim` None is the last axis, as PyTorch's."""
@@ -492,22 +493,22 @@ class TensorMethods:
         return ValuesIndices(self.gather(dim, indices), indices)
 
     # ----- shape -----
-    def view(self, *shape: int | Sequence[int]) -> Tensor: return self.reshape(*shape)
+    def view(self: Tensor, *shape: int | Sequence[int]) -> Tensor: return self.reshape(*shape)
 
     @numpy_spellings
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
         """The size-1 axes removed (only those in `dim` when given; others there stay)."""
-        axes = range(self.ndim) if dim is None else self._zero_d_or_axes("squeeze", dim)
-        drop = {a for a in axes if self.shape[a] == 1}
+        axes = self._zero_d_or_axes("squeeze", dim)             # None: every axis
+        drop = {a for a in (range(self.ndim) if axes is None else axes) if self.shape[a] == 1}
         return self.reshape(tuple(n for a, n in enumerate(self.shape) if a not in drop))
 
     @numpy_spellings
-    def unsqueeze(self, dim: int) -> Tensor:
+    def unsqueeze(self: Tensor, dim: int) -> Tensor:
         """A size-1 axis inserted at `dim` (−1 appends one)."""
         axis = normalize_axis("unsqueeze", dim, self.ndim + 1)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Axes start_dim … end_dim merged into one."""
         if self.ndim == 0:                  # dims 0 or −1, as PyTorch: one element in one axis
             check_zero_d_dim("flatten", start_dim)
@@ -519,40 +520,40 @@ class TensorMethods:
         return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
 
     @numpy_spellings
-    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+    def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
         """Axis `dim` split into axes of `sizes` (one may be −1)."""
         axis = normalize_axis("unflatten", dim, self.ndim)
         check_unflatten(self.shape, axis, sizes)
         return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
 
-    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+    def expand(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
         """Size-1 axes stretched to `sizes` (−1 keeps an axis) and new leading axes added, without
         copying: the gradient sums over the copies."""
         return apply(Expand, self, shape=expanded_shape(self.shape, sizes))
 
     @numpy_spellings(axis="dims")
-    def flip(self, dims: int | Sequence[int]) -> Tensor:
+    def flip(self: Tensor, dims: int | Sequence[int]) -> Tensor:
         return apply(Flip, self, axis=self._zero_d_or_axes("flip", dims))
 
     @numpy_spellings(axis="dims")
-    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    def roll(self: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
         """Elements shifted cyclically along `dims` (over the flattened tensor when dims is None)."""
         shifts, axis = roll_shifts(shifts, dims, self.ndim)
         return apply(Roll, self, shifts=shifts, axis=axis)
 
-    def repeat(self, *repeats: int | Sequence[int]) -> Tensor:
+    def repeat(self: Tensor, *repeats: int | Sequence[int]) -> Tensor:
         """The tensor tiled `repeats[i]` times along axis i (PyTorch's repeat, NumPy's tile)."""
         return apply(Repeat, self, repeats=repeat_counts(self.shape, repeats))
 
     @numpy_spellings
-    def repeat_interleave(self, repeats: int | Sequence[int], dim: int | None = None, *,
+    def repeat_interleave(self: Tensor, repeats: int | Sequence[int], dim: int | None = None, *,
                           output_size: int | None = None) -> Tensor:
         """Each element repeated `repeats` times (or repeats[i] times) along `dim` (flattened first
         when dim is None); `output_size`, PyTorch's hint, if given must be the result's length
         along `dim`."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else normalize_axis("repeat_interleave", dim, self.ndim)
-        if isinstance(repeats, TensorMethods):
+        if _is_tensor(repeats):
             if repeats.ndim > 1 or repeats.dtype.kind not in "iu":
                 raise TypeError(f"repeat_interleave: a repeats tensor must be 0-d or 1-D of integers, got "
                                 f"shape {repeats.shape} dtype {repeats.dtype}")
@@ -564,21 +565,21 @@ class TensorMethods:
                              f"{length} along axis {axis}")
         return apply(RepeatInterleave, x, repeats=counts, axis=axis)
 
-    def tril(self, diagonal: int = 0) -> Tensor:
+    def tril(self: Tensor, diagonal: int = 0) -> Tensor:
         """Zeros above the `diagonal`-th diagonal of the last two axes."""
         return apply(Tril, self._matrices("tril"), k=diagonal)
 
-    def triu(self, diagonal: int = 0) -> Tensor:
+    def triu(self: Tensor, diagonal: int = 0) -> Tensor:
         """Zeros below the `diagonal`-th diagonal of the last two axes."""
         return apply(Triu, self._matrices("triu"), k=diagonal)
 
-    def _matrices(self, name: str) -> Tensor:
+    def _matrices(self: Tensor, name: str) -> Tensor:
         if self.ndim < 2:
             raise ShapeError(f"{name}: needs at least 2 dims, got shape {self.shape}")
         return self
 
     @numpy_spellings(axis1="dim1", axis2="dim2")
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
         """The diagonal of the (dim1, dim2) planes, shifted by `offset`, as the last axis."""
         a1, a2 = (normalize_axis("diagonal", a, self.ndim) for a in (dim1, dim2))
         if a1 == a2:
@@ -586,14 +587,14 @@ class TensorMethods:
         return apply(Diagonal, self, offset=offset, axis1=a1, axis2=a2)
 
     @numpy_spellings
-    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
         """Pieces of ⌈n/chunks⌉ along `dim`, the last one smaller (possibly fewer pieces), as PyTorch."""
         if chunks < 1:
             raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
         length = self.shape[normalize_axis("chunk", dim, self.ndim)]
         return self.split(max(-(-length // chunks), 1), dim)
 
-    def pad(self, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    def pad(self: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
         """`value` added around the tensor (mode "constant"), or copies of its own elements
         ("reflect", "replicate", "circular"): pad = (before, after) for the last axis, then for the
         one before it, … (PyTorch's order); a negative width crops. As PyTorch, reflect and
@@ -612,18 +613,18 @@ class TensorMethods:
         return apply(Pad, x, widths=widths, value=value)
 
     @numpy_spellings
-    def gather(self, dim: int, index: Any) -> Tensor:
+    def gather(self: Tensor, dim: int, index: Any) -> Tensor:
         """x read at `index` along `axis`: y[i, j] = x[index[i, j], j] for axis 0 (index has x's
         number of dims, and on the other axes covers a leading part of x)."""
         if self.ndim == 0:                  # dim 0 or −1 and a 0-d index, as PyTorch
             check_zero_d_dim("gather", dim)
-            index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+            index = index if _is_tensor(index) else type(self)(index, device=self.device)
             return self.reshape(1).gather(0, index.reshape(-1)).reshape(index.shape)
         axis, index = self._index_for("gather", dim, index)
         return apply(Gather, self, index, axis=axis)
 
     @numpy_spellings
-    def scatter_add(self, dim: int, index: Any, src: Tensor) -> Tensor:
+    def scatter_add(self: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
         """A copy of x with src added at `index` along `axis`: y[index[i, j], j] += src[i, j] for
         axis 0. Indices may repeat (their additions accumulate)."""
         src = self._lift(src)
@@ -632,22 +633,22 @@ class TensorMethods:
                             f"got {src.dtype} and {src.ndim}")
         if self.ndim == 0:                  # dim 0 or −1 and 0-d index and src, as PyTorch
             check_zero_d_dim("scatter_add", dim)
-            index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+            index = index if _is_tensor(index) else type(self)(index, device=self.device)
             return self.reshape(1).scatter_add(0, index.reshape(-1), src.reshape(-1)).reshape(())
         axis, index = self._index_for("scatter_add", dim, index)
         if any(i > n for i, n in zip(index.shape, src.shape)):
             raise ShapeError(f"scatter_add: index of shape {index.shape} is larger than src {src.shape}")
         return apply(ScatterAdd, self, index, src, axis=axis)
 
-    def _index_for(self, name: str, axis: int, index: Any) -> tuple[int, Tensor]:
+    def _index_for(self: Tensor, name: str, axis: int, index: Any) -> tuple[int, Tensor]:
         """The axis normalised, and the index as an integer tensor with x's number of dims, no
         longer than x off `axis`, its values in [0, x.shape[axis])."""
         axis = normalize_axis(name, axis, self.ndim)
-        index = index if isinstance(index, TensorMethods) else type(self)(index, device=self.device)
+        index = index if _is_tensor(index) else type(self)(index, device=self.device)
         check_index_along(name, self.shape, axis, index.data)
         return axis, index
 
-    def one_hot(self, num_classes: int = -1) -> Tensor:
+    def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
         """Integer class ids → int64 rows with a 1 at the id (no gradient); num_classes −1 means max + 1."""
         if self.dtype.kind not in "iu":
             raise TypeError(f"one_hot: needs integer class ids, got dtype {self.dtype}")
@@ -656,6 +657,11 @@ class TensorMethods:
         if bad is not None:
             raise ValueError(f"one_hot: class {bad} is out of range for {classes} classes")
         return _constant("one_hot", lambda xp, a: (a[..., None] == xp.arange(classes)).astype(xp.int64), self)
+
+
+def _is_tensor(x: object) -> TypeGuard[Tensor]:
+    """Whether `x` is a tensor: every TensorMethods is a Tensor (the one class that inherits it)."""
+    return isinstance(x, TensorMethods)
 
 
 def _constant(name: str, fn: Any, *operands: Any) -> Tensor:
@@ -674,7 +680,7 @@ def _constant(name: str, fn: Any, *operands: Any) -> Tensor:
 
 def as_mask(mask: Any, like: Tensor) -> Tensor:
     """`mask` as a bool tensor on `like`'s device (TypeError for any other dtype)."""
-    mask = mask if isinstance(mask, TensorMethods) else type(like)(mask, device=like.device)
+    mask = mask if _is_tensor(mask) else type(like)(mask, device=like.device)
     if mask.dtype != np.bool_:
         raise TypeError(f"mask must be boolean, got dtype {mask.dtype}")
     return mask
@@ -704,7 +710,8 @@ def _promoted(op, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """The operands of a binary op in the dtypes PyTorch computes it in."""
     if op is Div and a.data.dtype.kind != "f" and b.data.dtype.kind != "f":    # ints: the default float
         return as_float(a), as_float(b)
-    return promoted(a, b)
+    a, b = promoted(a, b)
+    return a, b
 
 
 def promoted(*tensors: Tensor) -> tuple[Tensor, ...]:

@@ -110,6 +110,24 @@ def test_checkpoint_shapes_are_those_of_the_model_built(tmp_path):
         assert checkpoint_shapes(kind, config) == from_model, kind
 
 
+def test_checkpoint_shapes_refuses_a_config_that_leaves_a_size_unset():
+    """Every size and bias checkpoint_shapes reads must be set: one left None (which a model reads as
+    its default) is refused by name, never multiplied as a number or read as "no bias"."""
+    full = ta.nn.TransformerConfig.llama(10, d_model=8, num_heads=2, num_layers=1, max_len=4, d_ff=12,
+                                         n_kv_heads=1, head_dim=4, attn_out_bias=False, mlp_bias=False)
+    shapes = checkpoint_shapes("llama", full)
+    assert shapes["model.layers.0.self_attn.k_proj.weight"] == (4, 8)          # (n_kv_heads · head_dim, d)
+    assert shapes["model.layers.0.mlp.down_proj.weight"] == (8, 12)
+    for field in ("d_ff", "head_dim", "n_kv_heads", "attn_out_bias", "mlp_bias"):
+        with pytest.raises(ValueError, match=f"checkpoint_shapes: the config leaves {field} unset"):
+            checkpoint_shapes("llama", dataclasses.replace(full, **{field: None}))
+    gpt2 = ta.nn.TransformerConfig.gpt2(10, d_model=8, num_heads=2, num_layers=1, max_len=4)
+    with pytest.raises(ValueError, match="leaves d_ff unset"):
+        checkpoint_shapes("gpt2", gpt2)
+    gpt2_shapes = checkpoint_shapes("gpt2", dataclasses.replace(gpt2, d_ff=32))
+    assert gpt2_shapes["transformer.h.0.mlp.c_fc.weight"] == (8, 32)
+
+
 def test_float32_within_1e_4(tmp_path, monkeypatch):
     theirs = hf_model("llama", dtype=torch.float32)
     theirs.save_pretrained(tmp_path)

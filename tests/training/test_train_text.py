@@ -10,8 +10,8 @@ import pytest
 from tinygrad_attn.commands import cli
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.text import CharTokenizer, HuggingFaceTokenizer, visible
-from tinygrad_attn.training import Run, TrainConfig, checkpoint, make_model, train
-from tinygrad_attn.training.text_evaluation import validation_loss
+from tinygrad_attn.training import History, Run, TrainConfig, checkpoint, make_model, train
+from tinygrad_attn.training.text_evaluation import sample_text, validation_loss
 from tinygrad_attn.training.text_task import TextTask
 
 # About 3 KB of text with a pattern a one-layer model picks up in a few dozen steps.
@@ -47,6 +47,24 @@ def test_batches_never_cross_the_split_and_targets_are_the_next_tokens():
     assert ids[0].tolist() == task.val_ids[:8].tolist()                    # evenly spaced, from the start
     assert targets[-1].tolist() == task.val_ids[-8:].tolist()              # through the end
     assert seen_last      # the last training window is drawn too
+
+
+def test_a_task_read_back_without_its_text_says_so_wherever_the_text_is_read(tmp_path):
+    """A text task from a checkpoint holds no text: every use of its splits raises the one
+    ValueError that says to give it the text (drawing nothing first), and with_text gives them back."""
+    task = TextTask.from_text(TEXT, CharTokenizer.from_text(TEXT), block_size=8)
+    bare = TextTask.from_meta(task.to_meta())
+    model = TinyTransformer(bare.vocab_size, d_model=8, num_heads=2, num_layers=1, max_len=8)
+    uses = (lambda: bare.batch(np.random.default_rng(0), 2), lambda: bare.held_out(2),
+            lambda: bare.introduction, lambda: sample_text(model, bare, 1, 0),
+            lambda: bare.draw_figures(model, History(loss=[2.0, 1.0]), None, tmp_path))
+    for use in uses:
+        with pytest.raises(ValueError, match="read from a checkpoint without its text"):
+            use()
+    assert list(tmp_path.iterdir()) == []                                      # no loss.png alone
+    train_ids, val_ids = bare.with_text(TEXT, "the text").split_ids()
+    assert np.concatenate([train_ids, val_ids]).tolist() == task.tokenizer.encode(TEXT)
+    assert len(val_ids) == round(0.1 * len(TEXT))
 
 
 def test_loss_falls_and_the_validation_loss_is_measured_on_held_out_text():

@@ -25,7 +25,7 @@ from ..pretrained import load_pretrained
 from ..text import TextStream
 from ..training import Run, Task, answer
 from ..training.run_folder import CHECKPOINT
-from ..training.tasks import decode
+from ..training.tasks import ToyTask, decode
 from ..training.text_task import TextTask
 from .thread_count import add_threads_option, say_threads
 
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if isinstance(task, TextTask):
             return _continue_text(model, task, args)
+        assert isinstance(task, ToyTask), task      # a run's task is text or a toy task (TASK_KINDS)
         given = [f"--{f.replace('_', '-')}" for f in _TEXT_FLAGS if getattr(args, f) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text runs; "

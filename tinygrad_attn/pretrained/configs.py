@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import CheckpointError
 from ..nn import LayerNorm, RMSNorm, SwiGLU, TiedHead, TinyTransformer, TransformerConfig
@@ -211,7 +211,7 @@ def _llama_family(c: _Reader, defaults: dict[str, int], window: Callable[[int], 
 
 
 def _llama(c: _Reader) -> TransformerConfig:
-    def window(layers: int) -> None:        # LlamaModel reads no layer_types: full attention only
+    def window(layers: int) -> int | None:  # LlamaModel reads no layer_types: full attention only
         return _one_window(c, _layer_kinds(c, layers, {FULL}), None)
 
     bias = c.get("attention_bias", FLAG, False)
@@ -306,10 +306,9 @@ def config_for(model: TinyTransformer) -> dict[str, Any]:
                 "n_embd": attn.d_model, "n_head": attn.num_heads, "n_layer": len(model.blocks),
                 "n_positions": model.max_len, "n_inner": block.mlp.fc1.weight.shape[1],
                 "activation_function": activation, "layer_norm_epsilon": model.ln_f.eps}
-    _refuse_unless(isinstance(model.ln_f, RMSNorm) and model.pos_emb is None
-                   and isinstance(block.mlp, SwiGLU),
-                   "a Hugging Face model is either GPT-2-like (LayerNorm, GELU, learned positions) or "
-                   "Llama-like (RMSNorm, SwiGLU, RoPE)")
+    if not (isinstance(model.ln_f, RMSNorm) and model.pos_emb is None and isinstance(block.mlp, SwiGLU)):
+        _refuse("a Hugging Face model is either GPT-2-like (LayerNorm, GELU, learned positions) or "
+                "Llama-like (RMSNorm, SwiGLU, RoPE)")
     _refuse_unless(attn.scale is None, "Llama-like models scale scores by 1/sqrt(head_dim)")
     qkv, out, mlp = (attn.q_proj.bias is not None, attn.out_proj.bias is not None,
                      block.mlp.gate_proj.bias is not None)
@@ -332,4 +331,8 @@ def config_for(model: TinyTransformer) -> dict[str, Any]:
 
 def _refuse_unless(condition: bool, why: str) -> None:
     if not condition:
-        raise CheckpointError(f"save_pretrained: this model has no Hugging Face model type: {why}")
+        _refuse(why)
+
+
+def _refuse(why: str) -> NoReturn:
+    raise CheckpointError(f"save_pretrained: this model has no Hugging Face model type: {why}")

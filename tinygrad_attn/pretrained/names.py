@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -99,8 +100,13 @@ def layers_held(model_type: str, names: set[str]) -> list[int]:
 def checkpoint_shapes(model_type: str, config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """Every tensor a checkpoint of `model_type` holds and its shape, from the ``TransformerConfig``
     its config.json gives (``configs.config_from_json``, which sets every size), before any model
-    is built: the weight files' headers are checked against it. The LM head only when it is not tied."""
-    v, d, ff, layers = config.vocab_size, config.d_model, config.d_ff, config.num_layers
+    is built: the weight files' headers are checked against it. The LM head only when it is not tied.
+
+    Raises:
+        ValueError: `config` leaves a size or a bias this needs unset (None), which
+            ``config_from_json`` never does.
+    """
+    v, d, ff, layers = config.vocab_size, config.d_model, _given(config.d_ff, "d_ff"), config.num_layers
     out: dict[str, tuple[int, ...]]
     if model_type == "gpt2":
         out = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (config.max_len, d)}
@@ -113,8 +119,10 @@ def checkpoint_shapes(model_type: str, config: TransformerConfig) -> dict[str, t
                     f"{h}.mlp.c_proj.weight": (ff, d), f"{h}.mlp.c_proj.bias": (d,)}
         out |= {"transformer.ln_f.weight": (d,), "transformer.ln_f.bias": (d,)}
     else:
-        q, kv = config.num_heads * config.head_dim, config.n_kv_heads * config.head_dim
-        attn, out_bias, mlp = config.attn_bias, config.attn_out_bias, config.mlp_bias
+        head_dim = _given(config.head_dim, "head_dim")
+        q, kv = config.num_heads * head_dim, _given(config.n_kv_heads, "n_kv_heads") * head_dim
+        attn = config.attn_bias
+        out_bias, mlp = _given(config.attn_out_bias, "attn_out_bias"), _given(config.mlp_bias, "mlp_bias")
         projections = {"self_attn.q_proj": ((q, d), attn), "self_attn.k_proj": ((kv, d), attn),
                        "self_attn.v_proj": ((kv, d), attn), "self_attn.o_proj": ((d, q), out_bias),
                        "mlp.gate_proj": ((ff, d), mlp), "mlp.up_proj": ((ff, d), mlp),
@@ -131,6 +139,17 @@ def checkpoint_shapes(model_type: str, config: TransformerConfig) -> dict[str, t
     if not config.tie_embeddings:
         out["lm_head.weight"] = (v, d)
     return out
+
+
+_T = TypeVar("_T")
+
+
+def _given(value: _T | None, field: str) -> _T:
+    """A field of the config that ``checkpoint_shapes`` reads, which must be set (not None)."""
+    if value is None:
+        raise ValueError(f"checkpoint_shapes: the config leaves {field} unset (None); the config of a "
+                         f"config.json (configs.config_from_json) sets every size and bias")
+    return value
 
 
 def links(model_type: str, params: set[str], layers: int) -> list[Link]:

@@ -101,8 +101,8 @@ class TrainConfig:
         half as many key/value heads as query heads (one for an odd number) and no LM-head bias,
         as Llama's (so that a run exports as a Hugging Face llama folder), but keeps biases on the
         attention projections, as its runs always had."""
-        sizes = dict(d_model=self.d_model, num_heads=self.num_heads, num_layers=self.num_layers,
-                     max_len=max_len, dropout=self.dropout)
+        sizes: dict[str, Any] = dict(d_model=self.d_model, num_heads=self.num_heads,
+                                     num_layers=self.num_layers, max_len=max_len, dropout=self.dropout)
         if self.arch == "llama":
             kv_heads = self.num_heads // 2 if self.num_heads % 2 == 0 else 1
             return TransformerConfig.llama(vocab_size, **sizes, n_kv_heads=kv_heads, attn_bias=True)

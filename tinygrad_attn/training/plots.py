@@ -36,13 +36,13 @@ def loss_curve(losses: Sequence[float], path: str | Path, title: str = "training
     """Per-step loss (faint) and its 50-step moving average, log-scaled, saved as a PNG; with
     `validation` (steps, losses), the validation loss measured after those steps, as points."""
     plt = _pyplot()
-    losses = np.asarray(losses, dtype=float)
+    per_step = np.asarray(losses, dtype=float)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.3, label="training, per step")
-    window = min(50, len(losses))
+    ax.plot(np.arange(1, len(per_step) + 1), per_step, alpha=0.3, label="training, per step")
+    window = min(50, len(per_step))
     if window > 1:
-        smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
-        ax.plot(np.arange(window, len(losses) + 1), smooth, label=f"training, mean of {window}")
+        smooth = np.convolve(per_step, np.ones(window) / window, mode="valid")
+        ax.plot(np.arange(window, len(per_step) + 1), smooth, label=f"training, mean of {window}")
     if validation is not None and len(validation[0]):
         ax.plot(validation[0], validation[1], "o-", label="validation (held-out text)")
     ax.set_yscale("log")

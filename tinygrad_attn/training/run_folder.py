@@ -31,7 +31,9 @@ from ..files import remove_leftover_temporaries
 try:
     import fcntl
 except ImportError:         # Windows: no file locks, the lock file is created exclusively instead
-    fcntl = None
+    _FILE_LOCKS = False
+else:
+    _FILE_LOCKS = True
 
 __all__ = ["CHECKPOINT", "LOCK", "RUN_FILES", "RunFolder", "RunFolderError"]
 
@@ -108,7 +110,7 @@ class RunFolder:
         (O_EXCL), and one left by a process that is gone is replaced.
         """
         lock = self.path / LOCK
-        if fcntl is None:
+        if not _FILE_LOCKS:
             self._lock_exclusive(lock)
             return
         for _ in range(100):        # again when the file was replaced between open and lock

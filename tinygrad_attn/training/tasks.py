@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -368,7 +368,10 @@ class Add(ToyTask):
 TASKS: dict[str, ToyTask] = {task.name: task for task in (Copy(), Reverse(), Sort(), Add())}
 
 
-def get_task(name: str | Task) -> Task:
+_T = TypeVar("_T", bound=Task)
+
+
+def get_task(name: str | _T) -> ToyTask | _T:
     """The toy task called `name` (a Task passes through); raises ValueError naming the known tasks.
 
     Example:

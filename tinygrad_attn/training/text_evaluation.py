@@ -56,7 +56,7 @@ def sample_text(model: TinyTransformer, task: TextTask, step: int, seed: int,
     """`tokens` tokens sampled (temperature 0.8, top-k 20) after the first token of the validation
     split, from a generator seeded by the run's seed and the step (the same text for every rerun)."""
     rng = np.random.default_rng([seed, step])
-    ids = generate_beyond_context(model, task.val_ids[:1], tokens, temperature=0.8, top_k=20, rng=rng)
+    ids = generate_beyond_context(model, task.split_ids()[1][:1], tokens, temperature=0.8, top_k=20, rng=rng)
     return task.tokenizer.decode(ids[1:].tolist())
 
 

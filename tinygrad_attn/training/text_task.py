@@ -73,7 +73,8 @@ class TextTask(Task):
         if block_size < 1:
             raise ValueError(f"--block-size must be at least 1, got {block_size}")
         self.tokenizer, self.block_size, self.source, self.digest = tokenizer, block_size, source, digest
-        self.train_ids = self.val_ids = None
+        self.train_ids: np.ndarray | None = None
+        self.val_ids: np.ndarray | None = None
         if ids is not None:
             self.train_ids, self.val_ids = _split(ids, block_size, tokenizer)
 
@@ -96,13 +97,13 @@ class TextTask(Task):
     def introduction(self) -> str:
         kind = (f"{self.vocab_size} distinct characters" if isinstance(self.tokenizer, CharTokenizer)
                 else f"byte-level BPE, {self.vocab_size} tokens")
-        ids, val = self._require_text(), self.val_ids
+        ids, val = self.split_ids()
         return (f"training on {self.source}: {len(ids) + len(val):,} tokens ({kind}); the last 10% "
                 f"({len(val):,} tokens) is held out for the validation loss")
 
     def batch(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, targets), both (size, block_size), from random windows of the training split."""
-        ids = self._require_text()
+        ids, _ = self.split_ids()
         starts = rng.integers(0, len(ids) - self.block_size, size)
         windows = ids[starts[:, None] + np.arange(self.block_size + 1)]         # (size, block + 1)
         return windows[:, :-1], windows[:, 1:]
@@ -110,10 +111,10 @@ class TextTask(Task):
     def held_out(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, targets), both (n, block_size): up to `count` windows evenly spaced over the
         validation split, the same every time (so validation losses compare across steps)."""
-        self._require_text()
-        last = len(self.val_ids) - self.block_size - 1                          # the last start
+        _, val = self.split_ids()
+        last = len(val) - self.block_size - 1                                   # the last start
         starts = np.unique(np.linspace(0, last, num=min(count, last + 1)).round().astype(np.int64))
-        windows = self.val_ids[starts[:, None] + np.arange(self.block_size + 1)]
+        windows = val[starts[:, None] + np.arange(self.block_size + 1)]
         return windows[:, :-1], windows[:, 1:]
 
     def after_step(self, model: TinyTransformer, config: TrainConfig, history: History,
@@ -154,10 +155,10 @@ class TextTask(Task):
     def draw_figures(self, model: TinyTransformer, history: History, held_out: tuple[np.ndarray, np.ndarray],
                      folder: Path) -> None:
         """Both losses, and every head's attention on the start of the held-out text."""
+        shown = self.split_ids()[1][:min(self.block_size, ATTENTION_TOKENS)]   # before drawing anything
         name = "pydoc_data.topics" if self.source == DEFAULT_CORPUS else Path(self.source).name
         plots.loss_curve(history.loss, folder / "loss.png", f"text: loss per token on {name}",
                          validation=(history.val_step, history.val_loss), ylabel="cross-entropy per token")
-        shown = self.val_ids[:min(self.block_size, ATTENTION_TOKENS)]
         maps = [m.numpy()[0] for m in model.attention_maps(shown[None])]
         labels = [visible(t) for t in self.tokenizer.tokens(shown.tolist())]
         title = "text: attention (rows: queries, columns: keys) on the start of the held-out text"
@@ -183,11 +184,13 @@ class TextTask(Task):
                                   f"the run; pass the same --file, or start a new run")
         return TextTask.from_text(text, self.tokenizer, self.block_size, self.source)
 
-    def _require_text(self) -> np.ndarray:
-        if self.train_ids is None:
+    def split_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """(training ids, validation ids); ValueError for a task read from a checkpoint without its
+        text."""
+        if self.train_ids is None or self.val_ids is None:
             raise ValueError("this text task was read from a checkpoint without its text: "
                              "give it the text with with_text() to train or validate")
-        return self.train_ids
+        return self.train_ids, self.val_ids
 
 
 def _digest(text: str) -> str:
