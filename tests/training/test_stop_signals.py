@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import tinygrad_attn.commands.train as train_command
 import tinygrad_attn.training.run as run_module
 from tinygrad_attn.commands import cli
 from tinygrad_attn.training import checkpoint
@@ -184,7 +183,7 @@ def test_ctrl_c_while_the_commands_load_is_one_line(capsys, monkeypatch):
 def test_ctrl_c_before_the_run_folder_is_taken_says_nothing_was_written(tmp_path, capsys, monkeypatch):
     def interrupted(*args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train_command, "_output_folder", interrupted)
+    monkeypatch.setattr(run_module.Run, "folder", interrupted)
     assert cli.main(["train", "copy", *SMALL, "--out", str(tmp_path / "run")]) == 130
     assert capsys.readouterr().err == "interrupted before training started; nothing was written\n"
     assert not (tmp_path / "run").exists()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +19,9 @@ from ..training.config import ConfigError
 from ..training.interrupts import Terminated, termination_as_interrupt
 from ..training.run_folder import RunFolder
 from ..training.saved_run import saved_step
+from ..training.task_options import task_again, task_for
 from .thread_count import add_threads_option, say_threads
-from .train_flags import EPILOG, add_arguments, check, flag, task_again, task_from_flags
+from .train_flags import EPILOG, add_arguments, check, flag
 
 __all__ = ["add_parser", "run"]
 
@@ -41,17 +41,17 @@ def run(args: argparse.Namespace) -> int:
         try:
             return _run(args)
         except KeyboardInterrupt as stop:       # before the output folder was taken: nothing written
-            print(f"{_stopped(stop)} before training started; nothing was written", file=sys.stderr)
-            return _exit_code(stop)
+            return _stopped(stop, " before training started; nothing was written")
 
 
-def _stopped(stop: KeyboardInterrupt) -> str:
-    return f"terminated by {stop}" if isinstance(stop, Terminated) else "interrupted"
-
-
-def _exit_code(stop: KeyboardInterrupt) -> int:
-    """130 for Ctrl-C (SIGINT is 2), 128 + the signal's number for the others, as shells report."""
-    return 128 + stop.signum if isinstance(stop, Terminated) else 130
+def _stopped(stop: KeyboardInterrupt, then: str) -> int:
+    """Say on stderr that Ctrl-C (or a signal) stopped the run, and `then` what it left; the exit
+    code: 130 for Ctrl-C (SIGINT is 2), 128 + the signal's number for the others, as shells report."""
+    if isinstance(stop, Terminated):
+        print(f"terminated by {stop}{then}", file=sys.stderr)
+        return 128 + stop.signum
+    print(f"interrupted{then}", file=sys.stderr)
+    return 130
 
 
 def _on_disk(path: Path) -> str:
@@ -69,28 +69,25 @@ def _kept(path: Path) -> str:
 def _run(args: argparse.Namespace) -> int:
     config = None
     try:
-        given = check(args)
+        settings, options = check(args)
         if args.resume:
-            saved = Run.load(args.resume, given.get("device"))
+            saved = Run.load(args.resume, settings.get("device"))
             config = saved.config
-            if saved.task.name != args.task:
-                raise ValueError(f"{saved.source} is a {saved.task.name!r} checkpoint, not {args.task!r}")
-            training = saved.resumed(given, task_again(saved.task, args, saved.source))
+            training = saved.resumed(settings, task_again(saved.task, args.task, options, saved.source))
         else:
-            task = task_from_flags(args)
-            config = TrainConfig.for_task(task, **given)
+            task = task_for(args.task, options)
+            config = TrainConfig.for_task(task, **settings)
             training = Run.start(task, config)
         if training.task.introduction:
             print(training.task.introduction, flush=True)
-        with _output_folder(args, training) as folder:
+        with training.folder(args.out, args.overwrite) as folder:
+            hint = f"tinygrad-attn train {args.task} --resume {folder.path}"
             try:
                 say_threads()
-                return _train_and_report(args, training, folder)
+                return _train_and_report(args, training, folder, hint)
             except KeyboardInterrupt as stop:   # one more while handling the first (saving, reporting)
-                resume = f"; resume with: tinygrad-attn train {args.task} --resume {folder.path}" \
-                    if saved_step(folder.checkpoint) is not None else ""
-                print(f"{_stopped(stop)}; {_on_disk(folder.checkpoint)}{resume}", file=sys.stderr)
-                return _exit_code(stop)
+                resume = f"; resume with: {hint}" if saved_step(folder.checkpoint) is not None else ""
+                return _stopped(stop, f"; {_on_disk(folder.checkpoint)}{resume}")
     except ConfigError as e:                    # a flag's value: named by its flag
         return _fail(f"{flag(e.field)} {e.problem}")
     except (CheckpointError, DeviceError, ValueError) as e:
@@ -100,38 +97,23 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"the model{size} does not fit in memory ({e or 'MemoryError'})")
 
 
-def _output_folder(args: argparse.Namespace, training: Run) -> RunFolder:
-    """``--out``, else the resumed run's own folder, else runs/TASK (making runs/ if needed)."""
-    source = training.source
-    if args.out is not None:
-        return RunFolder(args.out, overwrite=args.overwrite, continues=source)
-    if source is not None:
-        return RunFolder(source.parent, overwrite=args.overwrite, continues=source)
-    return RunFolder(Path("runs", training.task.name), overwrite=args.overwrite, make_parent=True)
-
-
-def _train_and_report(args: argparse.Namespace, training: Run, folder: RunFolder) -> int:
+def _train_and_report(args: argparse.Namespace, training: Run, folder: RunFolder, hint: str) -> int:
     """Train with a progress bar and checkpoints; evaluate when all steps are done."""
-    hint = f"tinygrad-attn train {training.task.name} --resume {folder.path}"
-    config, resumed_from = training.config, training.state.step
+    config, resumed_from = training.config, training.resumed_from
     if resumed_from:
         print(f"resuming {folder.continues} at step {resumed_from} of {config.steps}: training steps "
               f"{resumed_from + 1} to {config.steps}", flush=True)
-    start = time.perf_counter()
     code = _train(args, training, folder, hint)
     if code is not None:
         return code
-    seconds = time.perf_counter() - start
     if training.state.step < config.steps:
         print(f"stopped at step {training.state.step} of {config.steps}; resume with: {hint}")
         return 0
     try:
-        for line in training.evaluate(folder.path, seconds, resumed_from):
+        for line in training.evaluate(folder.path):
             print(line)
     except KeyboardInterrupt as stop:
-        print(f"{_stopped(stop)} during evaluation; {_kept(folder.checkpoint)}; evaluate it with: {hint}",
-              file=sys.stderr)
-        return _exit_code(stop)
+        return _stopped(stop, f" during evaluation; {_kept(folder.checkpoint)}; evaluate it with: {hint}")
     except SaveError as e:
         return _fail(f"{e}; {_kept(folder.checkpoint)}; evaluate it again with: {hint}", code=1)
     except MemoryError as e:
@@ -167,8 +149,7 @@ def _train(args: argparse.Namespace, training: Run, folder: RunFolder, hint: str
         if stop.__context__ is not None:        # one more while the run saved after the first: see _run
             raise
         saved = "saved it" if saved_step(path) == state.step else _on_disk(path)
-        print(f"{_stopped(stop)} after step {state.step}; {saved}; resume with: {hint}", file=sys.stderr)
-        return _exit_code(stop)
+        return _stopped(stop, f" after step {state.step}; {saved}; resume with: {hint}")
     except DivergedError as e:
         return _fail(f"{e}. {_after_divergence(training, folder, hint)}", code=1)
     except StepOutOfMemory as e:
@@ -177,11 +158,9 @@ def _train(args: argparse.Namespace, training: Run, folder: RunFolder, hint: str
                      f"it where more memory is free: {hint}, or start afresh with a smaller --batch-size)",
                      code=1)
     except SaveError as e:
-        stop = e.__cause__
-        if isinstance(stop, KeyboardInterrupt):     # stopped, then that step could not be saved
-            print(f"{_stopped(stop)} after step {state.step}; could not save it: {e}; {_on_disk(path)}",
-                  file=sys.stderr)
-            return _exit_code(stop)
+        if isinstance(e.__cause__, KeyboardInterrupt):      # stopped, then that step could not be saved
+            return _stopped(e.__cause__,
+                            f" after step {state.step}; could not save it: {e}; {_on_disk(path)}")
         resume = f"; resume with: {hint}" if saved_step(path) else ""
         return _fail(f"{e}; {_on_disk(path)}{resume}", code=1)
     return None

@@ -1,33 +1,28 @@
 """The flags of ``tinygrad-attn train TASK``: one for every TrainConfig setting (``--batch-size``),
 the run's own (``--out``, ``--overwrite``, ``--resume``, ``--save-every``, ``--stop-after``), and the
-task's: a toy task by its name, or ``text`` with the flags only a text run takes, its text and
-tokenizer (``--file``, ``--tokenizer``, ``--vocab-size``, ``--block-size``), read again when a text
-run resumes. Everything else a run does is the run's (``training.Run``) and its task's."""
+task's: a toy task by its name, or ``text`` with the options only a text run takes, its text and
+tokenizer (``--file``, ``--tokenizer``, ``--vocab-size``, ``--block-size``). The task they name is
+made by ``training.task_options``; everything else a run does is the run's (``training.Run``)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import textwrap
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from ..text import CharTokenizer, HuggingFaceTokenizer
-from ..text.corpus import DEFAULT_CORPUS, default_corpus, read_corpus
+from ..text.corpus import DEFAULT_CORPUS
 from ..text.tokenizer import MAX_BPE_VOCABULARY
-from ..training import Task, TextTask, TrainConfig, get_task
+from ..training import TextTask, TrainConfig
 from ..training.run import FIXED_ON_RESUME
+from ..training.task_options import BLOCK_SIZE, BPE_VOCABULARY, OPTIONS, TASK_NAMES, check_options
 from ..training.tasks import TASKS, VOCAB
 
-__all__ = ["EPILOG", "SETTINGS", "add_arguments", "check", "flag", "task_again", "task_from_flags"]
+__all__ = ["EPILOG", "SETTINGS", "add_arguments", "check", "flag"]
 
 # Every TrainConfig setting is a flag: --batch-size for batch_size, except these two.
 _RENAMED = {"num_heads": "--heads", "num_layers": "--layers"}
 SETTINGS = [field for field in dataclasses.fields(TrainConfig) if "help" in field.metadata]
-TEXT = TextTask.name
-BLOCK_SIZE, VOCAB_SIZE = 64, 512
-# The flags only a text run takes (their dest), for the toy tasks' refusal.
-TEXT_FLAGS = ("file", "tokenizer", "vocab_size", "block_size")
 EPILOG = (f"tasks (vocabulary of {len(VOCAB)} tokens: digits 0-9, '+', '=', '|' ends a list, '.' ends an "
           f"answer, '_' pads):\n" + "\n".join(
               f"  {t.name:8s} {t.summary};\n"
@@ -44,7 +39,7 @@ def flag(name: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Every flag of the train command."""
-    parser.add_argument("task", choices=sorted([*TASKS, TEXT]),
+    parser.add_argument("task", choices=sorted(TASK_NAMES),
                         help="a toy task, or text: a language model on a text file")
     defaults = {field.name: str(field.default) for field in SETTINGS}
     defaults["steps"] = "the task's: " + ", ".join(f"{t.name} {TrainConfig(**t.defaults).steps}"
@@ -80,79 +75,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "encoding trained on the text")
     group.add_argument("--vocab-size", type=int, metavar="N",
                        help=f"bpe: the vocabulary to train (256 to {MAX_BPE_VOCABULARY:,}, default "
-                            f"{VOCAB_SIZE}); char: the most distinct characters allowed (default: as many "
-                            f"as the text has)")
+                            f"{BPE_VOCABULARY}); char: the most distinct characters allowed (default: as "
+                            f"many as the text has)")
     group.add_argument("--block-size", type=int, metavar="N",
                        help=f"tokens the model reads at once (default {BLOCK_SIZE}; from 512 on, "
                             f"attention runs as the flash kernel)")
 
 
-def check(args: argparse.Namespace) -> dict[str, Any]:
-    """The TrainConfig settings given; ValueError for a flag that cannot work, a text flag given to
-    a toy task among them."""
+def check(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The TrainConfig settings given, and the task's options (``task_options.OPTIONS``) given;
+    ValueError for a flag that cannot work, a text flag given to a toy task among them."""
     if args.stop_after is not None and args.stop_after < 1:
         raise ValueError(f"--stop-after must be at least 1, got {args.stop_after}")
     if args.save_every < 0:
         raise ValueError(f"--save-every must be 0 (only at the end) or more, got {args.save_every}")
     if args.out is not None and not args.out.strip():
         raise ValueError("--out is empty: name a folder, or leave --out out to write to runs/TASK")
-    if args.task != TEXT:
-        given = [flag(name) for name in TEXT_FLAGS if getattr(args, name) is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for `train text` "
-                             f"only, not the toy task {args.task}")
-    return {f.name: getattr(args, f.name) for f in SETTINGS if getattr(args, f.name) is not None}
-
-
-def task_from_flags(args: argparse.Namespace) -> Task:
-    """The task the flags describe; ValueError (a TokenizerError among them) for bad input."""
-    if args.task != TEXT:
-        return get_task(args.task)
-    block_size = args.block_size if args.block_size is not None else BLOCK_SIZE
-    _check_block_size(block_size, f"--block-size must be at least 2, got {block_size}")
-    text, source = _read_text(args.file)
-    if args.tokenizer == "bpe":
-        vocab_size = VOCAB_SIZE if args.vocab_size is None else args.vocab_size
-        tokenizer = HuggingFaceTokenizer.train_bpe(text, vocab_size)
-    else:
-        tokenizer = CharTokenizer.from_text(text, args.vocab_size)
-    return TextTask.from_text(text, tokenizer, block_size, source)
-
-
-def task_again(task: Task, args: argparse.Namespace, checkpoint: Path) -> Task:
-    """A resumed run's task (of the task the flags name) whole again: a toy task is; a text run's
-    has its text read again (``--file``, else the file it was trained on). ValueError for a text
-    flag that would change the run, CheckpointError for another text."""
-    if args.task != TEXT:
-        return task
-    task = cast(TextTask, task)             # the train command checked that the run is of args.task
-    fixed = {"block_size": task.block_size,
-             "tokenizer": "char" if isinstance(task.tokenizer, CharTokenizer) else "bpe",
-             "vocab_size": task.tokenizer.vocab_size}
-    changed = [k for k, v in fixed.items() if getattr(args, k) is not None and getattr(args, k) != v]
-    if changed:
-        raise ValueError(f"cannot change {', '.join(flag(k) for k in changed)} when "
-                         f"resuming (the checkpoint has "
-                         + ", ".join(f"{k.replace('_', ' ')} {fixed[k]}" for k in changed) + ")")
-    _check_block_size(task.block_size, f"{checkpoint} has block size {task.block_size}, which cannot be "
-                                        f"resumed")
-    file = args.file if args.file is not None else None if task.source == DEFAULT_CORPUS else task.source
-    text, _ = _read_text(file)
-    return task.with_text(text, file or DEFAULT_CORPUS)
-
-
-def _check_block_size(block_size: int, refusal: str) -> None:
-    """ValueError (`refusal` and why) unless a model reading `block_size` tokens can write a sample:
-    it continues one token of held-out text, every --eval-every steps and at the end, so it needs
-    room for two."""
-    if block_size < 2:
-        raise ValueError(f"{refusal}: the samples after every --eval-every steps and at the end continue "
-                         f"one token of held-out text, so the model must read that token and the one it "
-                         f"writes")
-
-
-def _read_text(file: str | None) -> tuple[str, str]:
-    """The text and where it came from, in words."""
-    if file is None:
-        return default_corpus(), DEFAULT_CORPUS
-    return read_corpus(file), str(Path(file).resolve())
+    options = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
+    check_options(args.task, options)
+    return {f.name: getattr(args, f.name) for f in SETTINGS if getattr(args, f.name) is not None}, options

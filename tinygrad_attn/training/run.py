@@ -21,7 +21,7 @@ Nothing here prints or parses: the ``train`` command reports, and a script does 
     >>> run.train(f"{folder}/checkpoint.npz", save_every=2, stop_after=2)
     >>> run = Run.load(folder).resumed({})
     >>> run.train(f"{folder}/checkpoint.npz")
-    >>> run.evaluate(folder, seconds=0.5, resumed_from=2)[0].startswith("copy: held-out exact-match")
+    >>> run.evaluate(folder)[0].startswith("copy: held-out exact-match")
     True
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from . import checkpoint
 from .config import TrainConfig
 from .interrupts import InterruptedMidStep
 from .loop import History, StepOutOfMemory, TrainState, make_model, train
+from .run_folder import RunFolder
 from .saved_run import read_run, run_contents
 from .task import Task
 from .tasks import get_task
@@ -57,12 +59,14 @@ FIXED_ON_RESUME = ("seed", "d_model", "num_heads", "num_layers", "dropout", "bat
 
 class Run:
     """A training run: `model`, `state` (optimizer, step, history, data stream), `config`, `task`;
-    `source`, the checkpoint it was read from (None for a fresh run). Make one with ``start`` or
-    ``load``."""
+    `source`, the checkpoint it was read from (None for a fresh run); `resumed_from`, the step it
+    was made at (0 for a fresh run); `seconds`, the time ``train`` has taken in this process, for the
+    report. Make one with ``start`` or ``load``."""
 
     def __init__(self, model: TinyTransformer, state: TrainState, config: TrainConfig, task: Task,
                  source: Path | None = None):
         self.model, self.state, self.config, self.task, self.source = model, state, config, task, source
+        self.resumed_from, self.seconds = state.step, 0.0
         self._held_out: Any = None
 
     @classmethod
@@ -112,6 +116,16 @@ class Run:
             self._held_out = self.task.held_out(self.config.eval_size)
         return self._held_out
 
+    def folder(self, out: str | os.PathLike | None = None, overwrite: bool = False) -> RunFolder:
+        """The folder the run writes to (a ``RunFolder``, to enter): `out`, else the folder of the
+        checkpoint it was read from, else runs/TASK (making runs/ if needed). `overwrite`: replace
+        another run found there instead of refusing it."""
+        if out is not None:
+            return RunFolder(out, overwrite=overwrite, continues=self.source)
+        if self.source is not None:
+            return RunFolder(self.source.parent, overwrite=overwrite, continues=self.source)
+        return RunFolder(Path("runs", self.task.name), overwrite=overwrite, make_parent=True)
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write the run to checkpoint `path` atomically; SaveError (an earlier file unchanged) if
         it cannot be written."""
@@ -129,7 +143,7 @@ class Run:
         then, whose ``__cause__`` is the interrupt, if that save failed); InterruptedMidStep,
         without saving; SaveError.
         """
-        saves = _Checkpoints(Path(path), self, save_every)
+        saves, start = _Checkpoints(Path(path), self, save_every), time.perf_counter()
 
         def step_done(step: int, history: History) -> None:
             if on_step is not None:
@@ -149,13 +163,17 @@ class Run:
             except SaveError as error:
                 raise error from stop
             raise
-        saves.save_now()
+        else:
+            saves.save_now()
+        finally:
+            self.seconds += time.perf_counter() - start
 
-    def evaluate(self, folder: str | os.PathLike, seconds: float, resumed_from: int = 0) -> list[str]:
+    def evaluate(self, folder: str | os.PathLike) -> list[str]:
         """Measure the trained model on the held-out set and write metrics.json, loss.png and
-        attention.png to `folder`, each whole or not at all (SaveError); the report's lines.
-        `seconds` is the time of the steps from `resumed_from` (0 for a fresh run) on."""
+        attention.png to `folder`, each whole or not at all (SaveError); the report's lines, which
+        give the steps trained from `resumed_from` on and the `seconds` they took."""
         folder, history, step = Path(folder), self.state.history, self.state.step
+        seconds, resumed_from = self.seconds, self.resumed_from
         evaluation = self.task.evaluate(self.model, self.config, history, self.held_out())
         final = float(np.mean(history.loss[-50:]))
         metrics = {"task": self.task.name, "steps": step, "train_seconds": round(seconds, 2),
