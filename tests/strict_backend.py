@@ -294,16 +294,24 @@ class _Namespace:
 
 
 class _Device:
+    MEMORY = 16 * 2**30      # the stand-in GPU's total memory, in bytes (mem_info's second number)
+
     def __init__(self, index: int = 0):
         self.id = index
 
     def synchronize(self) -> None:
         pass
 
+    @property
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes, as CuPy's: half of the stand-in's memory free."""
+        return self.MEMORY // 2, self.MEMORY
+
 
 def module() -> types.ModuleType:
     """The stand-in ``cupy`` module: NumPy's functions on StrictArrays, plus ``random``,
-    ``cuda.runtime.getDeviceCount()`` (1), ``ndarray``, ``asnumpy`` and ``get_array_module``."""
+    ``cuda.runtime.getDeviceCount()`` (1), ``cuda.Device().mem_info`` (16 GiB), ``ndarray``,
+    ``asnumpy`` and ``get_array_module``."""
     strict = types.ModuleType("cupy", "strict CuPy stand-in (tests/strict_backend.py)")
     functions = _Namespace(np, "cupy")
     strict.__getattr__ = functions.__getattr__
