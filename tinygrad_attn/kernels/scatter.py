@@ -26,16 +26,17 @@ stable sort, binary searches, gathers, elementwise adds):
 
 Accuracy. For a run of k rows g₁ … g_k, the tree's error is at most ⌈log₂ k⌉ · u · Σ|gᵢ| (u the
 unit roundoff), against (k − 1) · u · Σ|gᵢ| for the textbook's left-to-right sum, so the two
-differ by at most (k − 1 + ⌈log₂ k⌉) · u · Σ|gᵢ|. Runs of up to three rows are added in the
-textbook's own order, (g₁ + g₂) + g₃: the same bits.
+differ by at most (k − 1 + ⌈log₂ k⌉) · u · Σ|gᵢ| (to first order in u). Runs of up to three
+rows are added in the textbook's own order, (g₁ + g₂) + g₃: the same bits.
 
 Why not a product with a 0/1 matrix (an (ids × rows) matrix of ones where the id matches, times
 the rows: each row of the result is an ordered sum, and adding exact zeros changes nothing)? Its
 work grows as ids × rows × width, not rows × width × log rows, and 0 · inf is NaN: one row holding
 an inf would turn every id of its chunk into NaN, where ``add.at`` sends the inf to one id.
 
-Memory: the sorted rows and, during a step, two more arrays of their size; five integer arrays of
-n. Nothing of the output's size but the output.
+Memory: the sorted rows and, during a step, three more arrays of their size (the partners, their
+sums, the rows kept or summed); a few integer arrays of n. Nothing of the output's size but the
+output.
 """
 
 from __future__ import annotations
