@@ -135,10 +135,10 @@ TRICKS: dict[str, list[tuple[object, str, object]]] = {
 
 
 def kernel_variants() -> dict[str, list]:
-    """--kernels: the engine as shipped, each op with a kernel in its textbook form alone, then
-    every op in textbook form (``ta.textbook``)."""
+    """--kernels: the engine as shipped, each op with a CPU kernel (the step runs on the CPU) in its
+    textbook form alone, then every op in textbook form (``ta.textbook``)."""
     variants: dict[str, list] = {"every kernel (the engine as shipped)": []}
-    for op in KERNELS:
+    for op in (op for op, by_device in KERNELS.items() if "cpu" in by_device):
         variants[f"{op.name} in textbook form"] = [op.name]
     variants["every op in textbook form"] = [None]
     return variants

@@ -18,7 +18,9 @@ Deliberately allowed, as in CuPy (each synchronises with the device there): ``.g
 ``.item()``, ``.tolist()``, ``float()``, ``int()``, ``bool()``, ``repr``/``format``. Every one of
 them, and every host-to-device copy (``xp.asarray(numpy_array)``, a NumPy index array), is
 recorded in ``TRANSFERS`` as (kind, number of elements), so a test can assert that a code path
-copies no array to the host.
+copies no array to the host. Every scatter through a ufunc's ``.at`` (``xp.add.at``), which CuPy
+runs with atomic adds whose order changes from run to run, is recorded in ``SCATTERS`` as (ufunc
+name, number of elements), so a test can assert that a code path adds in a fixed order.
 
 ``module()`` is the stand-in ``cupy`` module; ``install()`` makes it the "cuda" device.
 """
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 TRANSFERS: list[tuple[str, int]] = []     # ("to_host" | "to_device", elements)
+SCATTERS: list[tuple[str, int]] = []      # (ufunc name, elements) of each ufunc.at
 
 _HOST_OK = ("asarray", "array", "ascontiguousarray")
 
@@ -265,6 +268,7 @@ class _Ufunc:
     def at(self, a: StrictArray, indices: Any, b: Any = None) -> None:
         if not isinstance(a, StrictArray):
             raise TypeError(f"strict cuda: {self.__name__}.at needs a device array, got {type(a).__name__}")
+        SCATTERS.append((self.__name__, a.size))
         self._u.at(a._a, _index(a._a, indices), _unwrap(b, f"{self.__name__}.at"))
 
 
@@ -290,16 +294,24 @@ class _Namespace:
 
 
 class _Device:
+    MEMORY = 16 * 2**30      # the stand-in GPU's total memory, in bytes (mem_info's second number)
+
     def __init__(self, index: int = 0):
         self.id = index
 
     def synchronize(self) -> None:
         pass
 
+    @property
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes, as CuPy's: half of the stand-in's memory free."""
+        return self.MEMORY // 2, self.MEMORY
+
 
 def module() -> types.ModuleType:
     """The stand-in ``cupy`` module: NumPy's functions on StrictArrays, plus ``random``,
-    ``cuda.runtime.getDeviceCount()`` (1), ``ndarray``, ``asnumpy`` and ``get_array_module``."""
+    ``cuda.runtime.getDeviceCount()`` (1), ``cuda.Device().mem_info`` (16 GiB), ``ndarray``,
+    ``asnumpy`` and ``get_array_module``."""
     strict = types.ModuleType("cupy", "strict CuPy stand-in (tests/strict_backend.py)")
     functions = _Namespace(np, "cupy")
     strict.__getattr__ = functions.__getattr__
@@ -334,6 +346,7 @@ def install() -> Iterator[types.ModuleType]:
         backend._cupy = lambda: strict
     _clear_backend_caches(backend)
     TRANSFERS.clear()
+    SCATTERS.clear()
     try:
         yield strict
     finally:

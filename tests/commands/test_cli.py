@@ -68,7 +68,7 @@ def test_the_transformer_ops_listed_first_are_those_a_transformer_runs():
     """docs/ops.md's first table (TRANSFORMER_OPS) is what a default and a Llama TinyTransformer run:
     fused and unfused attention, with and without dropout, and the flash kernel on long inputs."""
     from tinygrad_attn.commands.ops import TRANSFORMER_OPS
-    from tinygrad_attn.nn.attention import FLASH_FROM
+    from tinygrad_attn.nn.attention_choice import FLASH_FROM
 
     llama = {"norm": "rms", "mlp": "swiglu", "positions": "rope", "n_kv_heads": 1}
     runs = [_ops_run(fused, dropout, 4, **arch) for arch in ({}, llama) for fused in (True, False)

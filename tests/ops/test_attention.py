@@ -8,6 +8,7 @@ import pytest
 
 import tinygrad_attn as ta
 from tinygrad_attn import functional as F
+from tinygrad_attn.backend import to_numpy
 
 
 def np_attention(q, k, v, keep=None, bias=None, is_causal=False, scale=None):
@@ -184,3 +185,37 @@ def test_attention_dropout_in_a_module_multiplies_v_once(monkeypatch):
     calls.clear()
     attention.eval()(ta.randn(1, 3, 8))
     assert calls == []                                  # evaluation: one fused op
+
+
+def _fused_causal_run(device, rng_seed, mask, is_causal, window=None):
+    """The fused kernel's output, gradients and saved keep mask for one causal or masked call."""
+    rng = np.random.default_rng(rng_seed)
+    q, k, v = (ta.Tensor(rng.standard_normal((2, 3, 6, 4)).astype(np.float32), requires_grad=True,
+                         device=device) for _ in range(3))
+    mask = None if mask is None else ta.Tensor(mask, device=device)
+    out = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, window=window)
+    assert out.node.op.__name__ == "FusedAttention"
+    out.backward(ta.Tensor(rng.standard_normal(out.shape).astype(np.float32), device=device).data)
+    return [out.numpy()] + [to_numpy(t.grad) for t in (q, k, v)], out.node.ctx.saved["keep"]
+
+
+@pytest.mark.parametrize("window", [None, 2])
+def test_the_fused_kernel_masks_causally_with_a_mask_made_once(device, window):
+    """is_causal in the fused kernel: the same bits as the causal mask given as a keep mask (how
+    the kernel masked before), with the causal mask made once per size and kept, never per call."""
+    causal = np.tril(np.ones((6, 6), bool))
+    if window is not None:
+        causal &= ~np.tril(np.ones((6, 6), bool), -window)
+    by_flag, saved = _fused_causal_run(device, 0, None, True, window)
+    by_mask, _ = _fused_causal_run(device, 0, causal, False)
+    for a, b in zip(by_flag, by_mask):
+        np.testing.assert_array_equal(a, b)
+    _, saved_again = _fused_causal_run(device, 1, None, True, window)
+    assert saved_again is saved                                       # the same array: made once
+    np.testing.assert_array_equal(to_numpy(saved), causal)
+    padding = np.array([True, True, True, True, False, True])         # the user's mask and causal
+    by_both, saved_both = _fused_causal_run(device, 2, padding, True, window)
+    by_combined, _ = _fused_causal_run(device, 2, padding & causal, False)
+    for a, b in zip(by_both, by_combined):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(to_numpy(saved_both), padding & causal)

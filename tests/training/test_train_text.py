@@ -235,7 +235,7 @@ def test_a_saved_run_of_one_token_blocks_is_refused_before_resuming(corpus, tmp_
 
 def test_long_blocks_run_attention_as_the_flash_kernel(monkeypatch):
     from tinygrad_attn import functional as F
-    from tinygrad_attn.nn.attention import FLASH_FROM
+    from tinygrad_attn.nn.attention_choice import FLASH_FROM
     calls = []
     flash = F.flash_attention
     monkeypatch.setattr(F, "flash_attention", lambda *a, **k: calls.append(a[0].shape) or flash(*a, **k))

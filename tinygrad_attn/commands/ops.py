@@ -19,7 +19,7 @@ __all__ = ["KEPT_DIFFERENCES", "ONE_RULE", "TRANSFORMER_OPS", "add_parser", "fil
            "op_rows", "run"]
 
 # The ops a default or a Llama TinyTransformer runs, forward and backward: fused or not, with dropout
-# while training, attention as the flash kernel from nn.attention.FLASH_FROM keys on
+# while training, attention as the flash kernel from nn.attention_choice.FLASH_FROM keys on (the CPU)
 # (tests/commands/test_cli.py traces both models and compares). docs/ops.md lists them first.
 TRANSFORMER_OPS = ("add", "cross_entropy", "dropout", "flash_attention", "gelu", "getitem", "layer_norm",
                    "linear", "matmul", "mul", "reshape", "rms_norm", "rope", "scaled_dot_product_attention",

@@ -1,4 +1,5 @@
 """Attention in less memory and time: the score matrix made once and turned into P where it lies,
+the causal mask made once per size and kept (``causal_masks``: no (n_q, n_k) mask array per call),
 the batch cut among threads (``parallel.over_batch``), the gradients written into arrays made
 beforehand, dS written over dP, and a kv head's dK and dV summed over its group of query heads by
 one product instead of by the engine. The same numbers as ``ops/attention.py`` up to the row
@@ -10,6 +11,9 @@ v (…, Hkv, 1, Tk, D), each kv head shared by G query heads.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 
 from ..ops.attention import ScaledDotProductAttention
@@ -18,7 +22,22 @@ from .parallel import over_batch, piece
 from .reductions import rowsum, softmax_parts
 from .registry import kernel
 
-__all__ = ["FusedAttention", "group_summed_product", "shared_batch"]
+__all__ = ["FusedAttention", "causal_masks", "group_summed_product", "shared_batch"]
+
+
+@functools.lru_cache(maxsize=4)
+def causal_masks(xp: Any, n_q: int, n_k: int, window: int | None) -> tuple[Any, Any]:
+    """The causal keep mask (n_q, n_k) of ``masking.causal_keep`` and its complement, the hidden
+    positions, made once per size and kept for the calls that follow (read-only on the CPU).
+
+    The fused kernel writes −inf over S where `hidden` is True, in place, and saves `keep` as the
+    op's residual: a training step makes neither array again. Both hold n_q · n_k bytes, a
+    quarter of one float32 score matrix of one head; the last four sizes are kept."""
+    keep = causal_keep(xp, slice(0, n_q), slice(0, n_k), window)
+    hidden = ~keep
+    if xp is np:
+        keep.flags.writeable = hidden.flags.writeable = False
+    return keep, hidden
 
 
 def shared_batch(batch: tuple[int, ...], shared: tuple[int, ...]) -> tuple[int, ...]:
@@ -52,8 +71,7 @@ class FusedAttention(ScaledDotProductAttention):
     @staticmethod
     def forward(ctx, q, k, v, keep, bias, *, scale, is_causal, window=None):
         xp = ctx.xp
-        if is_causal:
-            keep = combine_keep(keep, causal_keep(xp, slice(0, q.shape[-2]), slice(0, k.shape[-2]), window))
+        causal, hidden = causal_masks(xp, q.shape[-2], k.shape[-2], window) if is_causal else (None, None)
         batch = np.broadcast_shapes(*(x.shape[:-2] for x in (q, k, v, keep, bias)
                                       if x is not None and x.ndim > 2))
         probs = xp.empty(batch + (q.shape[-2], k.shape[-2]), dtype=xp.result_type(q, k))   # S, then P
@@ -62,11 +80,15 @@ class FusedAttention(ScaledDotProductAttention):
         def attend(i):          # the batch piece i (all of it with one thread: parallel.py)
             q_, k_, v_, keep_, bias_ = (piece(x, i, len(batch)) for x in (q, k, v, keep, bias))
             scores = xp.matmul(q_ * scale, xp.swapaxes(k_, -1, -2), out=probs[i])   # S: (..., Tq, Tk)
-            mask_scores_in_place(xp, scores, keep_, bias_)
+            mask_scores_in_place(xp, scores, keep_, bias_)                 # the user's masks
+            if hidden is not None:                                          # the causal one, kept
+                xp.copyto(scores, xp.asarray(-xp.inf, dtype=scores.dtype), where=hidden)
             softmax_parts(xp, scores, -1, overwrite=True)               # P, in S's memory
             xp.matmul(scores, v_, out=out[i])                           # (..., Tq, Dv)
 
         over_batch(attend, batch, probs.size, xp=xp)
+        if is_causal:                                   # the textbook op's keep: causal and the user's
+            keep = combine_keep(keep, causal)
         ctx.save(q=q, k=k, v=v, probs=probs, out=out, keep=keep, bias=bias)  # masks: to redraw S
         ctx.k_shape, ctx.v_shape = k.shape, v.shape     # dK, dV take these shapes (a shared kv head)
         return out

@@ -19,14 +19,11 @@ from .. import functional as F
 from ..backend import xp_for
 from ..errors import ShapeError
 from ..tensor import Tensor, concat
+from .attention_choice import attention_kernel
 from .layers import Linear
 from .module import Module, check_probability, check_sizes
 
-__all__ = ["FLASH_FROM", "LayerCache", "MultiHeadAttention"]
-
-# From this many keys on, fused attention without dropout runs as the flash kernel (the same
-# results; memory grows as n, not n²).
-FLASH_FROM = 512
+__all__ = ["LayerCache", "MultiHeadAttention"]
 
 
 @dataclass
@@ -55,8 +52,9 @@ class MultiHeadAttention(Module):
             to 1.0 trains without scaling (the √d_k experiment in the docs does).
         fused: attention as one op (True) or built from primitives, each its own backward step
             (False); see ``F.scaled_dot_product_attention``. An attribute: it may be changed.
-            Fused attention over FLASH_FROM keys or more, without dropout or weights asked for,
-            runs as ``F.flash_attention``.
+            Fused attention without dropout or weights asked for runs as ``F.flash_attention``
+            where ``attention_choice.attention_kernel`` says so: on the CPU from 512 keys on, on
+            the GPU once the score matrix would take more than a 64th of its memory.
         n_kv_heads: key/value heads (None: num_heads); must divide num_heads. Query head h reads
             kv head h // (num_heads // n_kv_heads); K and V are never repeated in memory.
         rope: rotate Q and K by their positions (``F.rope``) after the projections; self-attention
@@ -185,8 +183,10 @@ class MultiHeadAttention(Module):
 
         # headₕ = softmax(QₕKₕᵀ/√Dh) Vₕ for all heads at once; dropout acts on the weights.
         dropout_p = self.dropout if self.training else 0.0
-        if k.shape[-2] >= FLASH_FROM and self.fused and not return_weights and dropout_p == 0:
-            # a long context: in key blocks, never holding the (n_q, n_k) matrix
+        scores = math.prod(q.shape[:-1]) * k.shape[-2]                    # B · H · Tq · Tk
+        if self.fused and not return_weights and dropout_p == 0 and \
+                attention_kernel(x.device, scores, q.dtype.itemsize, k.shape[-2]) == "flash":
+            # in key blocks, never holding the (n_q, n_k) matrix
             result = F.flash_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale,
                                        enable_gqa=self.n_kv_heads != self.num_heads, window=window)
         else:

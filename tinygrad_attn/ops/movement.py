@@ -91,7 +91,8 @@ class RepeatInterleave(Op):
     name = "repeat_interleave"
     formula = {"x": "dxᵢ = Σ of dy over the repeats[i] copies of xᵢ"}
     cases = (Case((3, 2), params={"repeats": 2, "axis": 0}),
-             Case((2, 3), params={"repeats": (1, 0, 3), "axis": 1}))
+             Case((2, 3), params={"repeats": (1, 0, 3), "axis": 1}),
+             Case((2, 3), params={"repeats": 6, "axis": 0}))
 
     @staticmethod
     def forward(ctx, x, *, repeats, axis):
@@ -144,7 +145,8 @@ class PadCopy(Op):
     cases = (Case((3, 4), params={"indices": (None, source_indices(4, 2, 3, "reflect"))}),
              Case((3, 4), params={"indices": (source_indices(3, 2, 1, "replicate"), None)}),
              Case((2, 3), params={"indices": (source_indices(2, 1, 2, "circular"),
-                                              source_indices(3, -1, 2, "circular"))}))
+                                              source_indices(3, -1, 2, "circular"))}),
+             Case((3, 2), params={"indices": (source_indices(3, 5, 4, "replicate"), None)}))
 
     @staticmethod
     def forward(ctx, x, *, indices):

@@ -32,7 +32,11 @@ class GetItem(Op):
     cases = (Case((5, 4), params={"index": (slice(1, 4), slice(None, None, -2))}),
              Case((5, 4), params={"index": (np.array([0, 2, 2, 4]),)}),
              Case((3, 5), params={"index": (slice(None), np.array([[1, 1], [0, 4]]))}),
-             Case((4, 3), params={"index": (2, -1)}))
+             Case((4, 3), params={"index": (2, -1)}),
+             # one row many times (−1 is row 5 too); all rows distinct, a 2-d index; no row at all
+             Case((6, 3), params={"index": (np.array([5, 1, 5, 5, 0, 5, 5, 5, 5, 2, 5, -1]),)}),
+             Case((4, 2, 2), params={"index": (np.array([[3, 0], [1, 2]]),)}),
+             Case((3, 2), params={"index": (np.array([], dtype=np.intp),)}))
 
     @staticmethod
     def forward(ctx, x, *, index):
@@ -69,7 +73,8 @@ class Gather(Op):
     formula = {"x": "dx = scatter_add(zeros_like(x), axis, index, dy)", "index": None}
     residuals = {"index": "the index"}
     cases = (Case((3, 4), _INDEX, params={"axis": 1}), Case((4, 3), _INDEX.T, params={"axis": 0}),
-             Case((2, 4, 2), _INDEX[:, :, None], params={"axis": 1}))
+             Case((2, 4, 2), _INDEX[:, :, None], params={"axis": 1}),
+             Case((2, 4), np.array([[3, 3, 3, 3, 3, 0], [1, 3, 3, 3, 3, 3]]), params={"axis": 1}))
 
     @staticmethod
     def forward(ctx, x, index, *, axis):
@@ -97,7 +102,8 @@ class ScatterAdd(Op):
     residuals = {"index": "the index"}
     cases = (Case((3, 4), _INDEX, (2, 3), params={"axis": 1}),
              Case((4, 3), _INDEX.T, (3, 2), params={"axis": 0}),
-             Case((2, 4), _INDEX, (2, 5), params={"axis": 1}))
+             Case((2, 4), _INDEX, (2, 5), params={"axis": 1}),
+             Case((2, 4), np.full((2, 6), 2), (2, 6), params={"axis": 1}))
 
     @staticmethod
     def forward(ctx, x, index, src, *, axis):
