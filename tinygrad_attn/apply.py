@@ -4,7 +4,7 @@ A Tensor method, an ``F`` function or a new op calls ``apply(OpClass, *tensors, 
 reads the inputs' arrays, runs the op's forward on them, records a graph node (``engine.record``)
 when some input requires grad, and wraps the result in a tensor of the inputs' class. The result's
 class is read from the inputs (it is always ``Tensor``) so that this module, which ``tensor.py``
-builds on, needs no import of it. ``seed_gradient`` makes the gradient a backward pass starts from.
+builds on, needs no import of it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import engine
-from .backend import array_module, device_of, ones
-from .errors import DeviceError, ShapeError
+from .backend import array_module
+from .errors import DeviceError
 from .float_errors import restore_float_errors, silence_float_errors
 from .guards import anomaly
 from .kernels.registry import ACTIVE
@@ -25,7 +25,7 @@ from .scopes import current_scope
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["apply", "seed_gradient"]
+__all__ = ["apply"]
 
 _HALF = np.dtype(np.float16)    # NumPy's dtypes are singletons: `is` is a pointer test
 
@@ -74,7 +74,7 @@ def apply(op: type[Op], *inputs: Tensor | None, **params: Any) -> Tensor:
     node = engine.record(op, ctx, inputs, out) if True in needs_grad else None
     if anomaly.mode.open_blocks:    # the only cost of anomaly mode when it is off: this one test
         anomaly.check_forward(op, xp, inputs, out, node, current_scope(), params)
-    return type(owner)._from_op(out, op.name, node)  # type: ignore[union-attr]  # a Tensor, as its inputs
+    return type(owner)._from_op(out, op.name, node)  # type: ignore[union-attr]  # Tensor's, without an import
 
 
 
@@ -91,26 +91,3 @@ def _check_one_device(op: type[Op], inputs: tuple[Tensor | None, ...]) -> None:
     if len(set(devices)) > 1:
         raise DeviceError(f"{op.name}: inputs are on different devices ({', '.join(devices)}); "
                           "move them with .to()")
-
-
-
-def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
-    """The gradient that starts a backward pass from `root` (``backward``, ``backprop_steps``),
-    checked: 1 for a single element when `grad` is None, else `grad` as an array of root's shape."""
-    if not root.requires_grad:
-        raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
-    xp = array_module(root.data)
-    if grad is None:
-        if root.data.size != 1:
-            raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
-                               "grad of the same shape; only a single element defaults to 1")
-        return ones(xp, root.data.shape, root.dtype)
-    grad = grad.data if isinstance(grad, type(root)) else grad
-    if device_of(grad) != root.device and device_of(grad) != "cpu":
-        raise DeviceError(f"{caller}: grad is on {device_of(grad)} but the tensor is on "
-                          f"{root.device}; move it with .to({root.device!r})")
-    grad = xp.asarray(grad, dtype=root.dtype)
-    if grad.shape != root.data.shape:
-        raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
-                         f"has shape {root.shape}")
-    return grad

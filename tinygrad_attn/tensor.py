@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from . import engine
-from .apply import apply, seed_gradient
-from .backend import device_of, to_device, to_numpy, xp_for
+from .apply import apply
+from .backend import array_module, device_of, ones, to_device, to_numpy, xp_for
 from .dtypes import get_default_dtype, is_float
 from .errors import DeviceError, ShapeError
 from .float_errors import quiet_float_errors
@@ -27,7 +27,7 @@ from .ops.selection import Where
 from .ops.shape import Concat, Stack
 from .tensor_methods import TensorMethods, as_mask, promoted
 
-__all__ = ["Tensor", "concat", "stack", "where"]
+__all__ = ["Tensor", "concat", "seed_gradient", "stack", "where"]
 
 
 class Tensor(TensorMethods):
@@ -85,10 +85,11 @@ class Tensor(TensorMethods):
         self.data, self.grad, self.requires_grad = array, None, requires_grad
         self.op, self.name, self.node = None, None, None
 
-    @classmethod
-    def _from_op(cls, data: Any, op: str | None, node: engine.Node | None) -> Tensor:
-        """A tensor around an op's result array, without the constructor's copy and checks."""
-        t = cls.__new__(cls)
+    @staticmethod
+    def _from_op(data: Any, op: str | None, node: engine.Node | None) -> Tensor:
+        """A tensor around an op's result array, without the constructor's copy and checks: a
+        plain Tensor, also for an op on a Parameter (as PyTorch gives)."""
+        t = Tensor.__new__(Tensor)
         t.data, t._grad, t.requires_grad = data, None, node is not None
         t.op, t.name, t.node, t.host_values = op, None, node, None
         return t
@@ -202,6 +203,28 @@ class Tensor(TensorMethods):
         elif kind in "biuf" and self.dtype.kind != "b":
             dtype = self.dtype
         return Tensor(other, dtype=dtype, device=self.device)
+
+
+def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:
+    """The gradient that starts a backward pass from `root` (``backward``, ``backprop_steps``),
+    checked: 1 for a single element when `grad` is None, else `grad` as an array of root's shape."""
+    if not root.requires_grad:
+        raise RuntimeError(f"{caller}: this tensor does not require grad and has no graph")
+    xp = array_module(root.data)
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(f"{caller}: a tensor of shape {root.shape} needs an explicit "
+                               "grad of the same shape; only a single element defaults to 1")
+        return ones(xp, root.data.shape, root.dtype)
+    grad = grad.data if isinstance(grad, Tensor) else grad
+    if device_of(grad) != root.device and device_of(grad) != "cpu":
+        raise DeviceError(f"{caller}: grad is on {device_of(grad)} but the tensor is on "
+                          f"{root.device}; move it with .to({root.device!r})")
+    grad = xp.asarray(grad, dtype=root.dtype)
+    if grad.shape != root.data.shape:
+        raise ShapeError(f"{caller}: grad has shape {tuple(grad.shape)} but the tensor "
+                         f"has shape {root.shape}")
+    return grad
 
 
 def _checked_array(xp: Any, data: Any, dtype: Any) -> Any:

@@ -196,3 +196,15 @@ def test_layer_norm_and_dropout_layers(rng):
     np.testing.assert_array_equal(drop.eval()(ta.Tensor(x)).data, x)
     with pytest.raises(ValueError, match="Dropout: p must be in \\[0, 1\\), got 1"):
         nn.Dropout(1)
+
+
+def test_an_op_on_a_parameter_gives_a_plain_tensor_that_backward_accepts_a_tensor_for():
+    emb = nn.Embedding(5, 3)
+    out = emb(ta.Tensor(np.array([1, 1, 4])))
+    doubled = emb.weight * 2.0
+    assert type(out) is ta.Tensor and type(doubled) is ta.Tensor
+    out.backward(ta.Tensor(np.ones((3, 3), dtype=out.dtype)))     # a Tensor as the seed
+    np.testing.assert_array_equal(emb.weight.grad, np.array([[0] * 3, [2] * 3, [0] * 3, [0] * 3, [1] * 3]))
+    w = nn.Parameter(np.array([1.0, 2.0]))
+    w.backward(ta.Tensor([3.0, 4.0]))                             # a Parameter as the root
+    np.testing.assert_array_equal(w.grad, [3.0, 4.0])

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from ..apply import seed_gradient
 from ..labels import scope_name, tensor_label
-from ..tensor import Tensor
+from ..tensor import Tensor, seed_gradient
 from .layout import axis_names
 from .matrices import format_array, format_number
 from .notes import Notes, is_parameter
