@@ -8,7 +8,8 @@ laptop model's train step, ``specs.NANOGPT``). The step is built in float32, run
 up, then `steps` times. Ours: every registered op's forward and backward and the optimizer's step
 are wrapped in a wall-clock timer (the step is otherwise unchanged; each call pays for two clock
 reads); a line gives an op's milliseconds per step and its calls per step, and the last line the
-share of the step they cover (the rest is the engine, the modules and the in-place check).
+share of the step they cover with the in-place guard's calls (seal, watch, check), and the guard's
+own share (the rest is the engine and the modules).
 PyTorch: torch.profiler's self CPU time per step of its top kernels (matrix products show as
 ``aten::mm`` and ``aten::addmm``), and their time with what they called (the optimizer's step calls
 its elementwise kernels, listed apart). Both keep freed memory for reuse, as the table's processes do.
@@ -23,6 +24,7 @@ import collections
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 
 from .options import positive_int, set_thread_count
@@ -69,9 +71,10 @@ def _bench(side: str, key: str, quick: bool):
 
 
 def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[float]]:
-    """Run `step` `steps` times with every registered op's forward and backward and the optimizer's
-    step timed: ({(name, "forward" | "backward" | "step"): [seconds, calls]}, the steps' times)."""
-    from tinygrad_attn import optim
+    """Run `step` `steps` times with every registered op's forward and backward, the optimizer's
+    step and the in-place guard's three calls timed: ({(name, "forward" | "backward" | "step" |
+    "seal" | "watch" | "check"): [seconds, calls]}, the steps' times)."""
+    from tinygrad_attn import engine, optim
     from tinygrad_attn.kernels import KERNELS
     from tinygrad_attn.ops.registry import REGISTRY
 
@@ -94,10 +97,15 @@ def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[floa
     originals += [(fast, kind, fast.__dict__[kind]) for by_device in KERNELS.values()
                   for fast in set(by_device.values()) for kind in KINDS if kind in fast.__dict__]
     optimizer_step = optim.Optimizer.step
+    guard = engine.inplace          # engine.record seals and watches, the backward pass checks
     try:
         for op, kind, _ in originals:
             setattr(op, kind, staticmethod(timer((op.name, kind), getattr(op, kind))))
         optim.Optimizer.step = timer(("optimizer", "step"), optimizer_step)
+        engine.inplace = types.SimpleNamespace(
+            seal=timer(("in-place guard", "seal"), guard.seal),
+            watch=timer(("in-place guard", "watch"), guard.watch),
+            check_unchanged=timer(("in-place guard", "check"), guard.check_unchanged))
         _warm_up(step)
         spent.clear()
         times = _timed_steps(step, steps)
@@ -108,6 +116,7 @@ def _timed_ours(step: Callable[[], object], steps: int) -> tuple[dict, list[floa
             else:
                 setattr(op, kind, original)
         optim.Optimizer.step = optimizer_step
+        engine.inplace = guard
     return dict(spent), times
 
 
@@ -118,8 +127,10 @@ def _report_ours(step: Callable[[], object], steps: int, top: int) -> None:
     for (name, kind), (seconds, calls) in rows[:top]:
         print(f"  {name:>44} {kind:<8} {seconds / steps * 1e3:8.3f} ms a step  ({calls / steps:g} calls)")
     covered = sum(seconds for seconds, _ in spent.values()) / steps
-    print(f"the ops' forward, backward and the optimizer: {covered * 1e3:.2f} ms of a mean step of "
-          f"{statistics.fmean(times) * 1e3:.2f} ms")
+    guard = sum(seconds for (name, _), (seconds, _) in spent.items() if name == "in-place guard") / steps
+    print(f"the ops' forward, backward, the optimizer and the in-place guard: {covered * 1e3:.2f} ms of a "
+          f"mean step of {statistics.fmean(times) * 1e3:.2f} ms; the guard alone {guard * 1e3:.3f} ms "
+          f"({guard / statistics.median(times) * 100:.1f}% of the median step)")
 
 
 def _report_torch(step: Callable[[], object], steps: int, top: int) -> None:

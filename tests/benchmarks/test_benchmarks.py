@@ -408,13 +408,15 @@ def test_op_times_prints_the_steps_time_and_its_ops_per_step(side):
     from benchmarks.harness import ROOT
 
     run = subprocess.run([sys.executable, "-m", "benchmarks.op_times", "mlp16", "--side", side, "--quick",
-                          "--steps", "3", "--top", "4", "--threads", "1"],
+                          "--steps", "3", "--top", "40", "--threads", "1"],
                          capture_output=True, text=True, cwd=ROOT, check=True)
     assert re.search(r"^a step: median [\d.]+ ms, mean [\d.]+ ms", run.stdout, re.M)
     if side == "ours":
         assert re.search(r"^ +linear (forward|backward) +[\d.]+ ms a step  \(2 calls\)$", run.stdout, re.M)
-        assert re.search(r"^the ops' forward, backward and the optimizer: [\d.]+ ms of a mean step",
+        assert re.search(r"^the ops' forward, backward, the optimizer and the in-place guard: [\d.]+ ms of "
+                         r"a mean step of [\d.]+ ms; the guard alone [\d.]+ ms \([\d.]+% of the median step\)$",
                          run.stdout, re.M)
+        assert re.search(r"^ +in-place guard seal +[\d.]+ ms a step  \(\d+ calls\)$", run.stdout, re.M)
     else:
         callees = r"\([\d.]+ ms with its callees; [\d.]+ calls\)$"
         assert re.search(r"^ +aten::(addmm|mm) +[\d.]+ ms a step  " + callees, run.stdout, re.M)
