@@ -175,8 +175,14 @@ class Tensor(TensorMethods):
         return self.data.item()
 
     def detach(self) -> Tensor:
-        """A leaf sharing this data, outside any graph, not requiring grad."""
-        return Tensor._from_op(self.data, None, None)
+        """A leaf outside any graph, not requiring grad, sharing this data; a copy of it where the
+        data is read-only (an op's own output in a graph is: ``guards/inplace.py``), so that the
+        leaf can be changed in place (``detach()``, ``requires_grad = True``, an optimizer) without
+        touching what backward reads."""
+        data = self.data
+        if type(data) is np.ndarray and not data.flags.writeable:
+            data = data.copy()
+        return Tensor._from_op(data, None, None)
 
     def to(self, device: str) -> Tensor:
         """A copy on `device`: a leaf that requires grad if this tensor does."""
@@ -187,6 +193,11 @@ class Tensor(TensorMethods):
     def zero_grad(self) -> None:
         """Forget the accumulated gradient."""
         self.grad = None
+
+    def _wrap(self, value: Any, dtype: Any = None) -> Tensor:
+        """`value` (an index, a mask, an array) as a plain tensor on this device, not requiring grad
+        (a Parameter's ``type(self)(…)`` would)."""
+        return Tensor(value, dtype=dtype, device=self.device)
 
     # ----- arithmetic -----
     def _lift(self, other: Any) -> Tensor:

@@ -191,7 +191,7 @@ class TensorMethods:
             return self
         if self.requires_grad:
             return apply(Cast, self, dtype=np.dtype(dtype))
-        return type(self)(self.data, dtype=dtype, device=self.device)
+        return self._wrap(self.data, dtype)
 
     def _reduce(self: Tensor, op, dim, keepdim, *, name: str | None = None, **params) -> Tensor:
         name = name or op.name
@@ -618,7 +618,7 @@ class TensorMethods:
         number of dims, and on the other axes covers a leading part of x)."""
         if self.ndim == 0:                  # dim 0 or −1 and a 0-d index, as PyTorch
             check_zero_d_dim("gather", dim)
-            index = index if _is_tensor(index) else type(self)(index, device=self.device)
+            index = index if _is_tensor(index) else self._wrap(index)
             return self.reshape(1).gather(0, index.reshape(-1)).reshape(index.shape)
         axis, index = self._index_for("gather", dim, index)
         return apply(Gather, self, index, axis=axis)
@@ -633,7 +633,7 @@ class TensorMethods:
                             f"got {src.dtype} and {src.ndim}")
         if self.ndim == 0:                  # dim 0 or −1 and 0-d index and src, as PyTorch
             check_zero_d_dim("scatter_add", dim)
-            index = index if _is_tensor(index) else type(self)(index, device=self.device)
+            index = index if _is_tensor(index) else self._wrap(index)
             return self.reshape(1).scatter_add(0, index.reshape(-1), src.reshape(-1)).reshape(())
         axis, index = self._index_for("scatter_add", dim, index)
         if any(i > n for i, n in zip(index.shape, src.shape)):
@@ -644,7 +644,7 @@ class TensorMethods:
         """The axis normalised, and the index as an integer tensor with x's number of dims, no
         longer than x off `axis`, its values in [0, x.shape[axis])."""
         axis = normalize_axis(name, axis, self.ndim)
-        index = index if _is_tensor(index) else type(self)(index, device=self.device)
+        index = index if _is_tensor(index) else self._wrap(index)
         check_index_along(name, self.shape, axis, index.data)
         return axis, index
 
@@ -680,7 +680,7 @@ def _constant(name: str, fn: Any, *operands: Any) -> Tensor:
 
 def as_mask(mask: Any, like: Tensor) -> Tensor:
     """`mask` as a bool tensor on `like`'s device (TypeError for any other dtype)."""
-    mask = mask if _is_tensor(mask) else type(like)(mask, device=like.device)
+    mask = mask if _is_tensor(mask) else like._wrap(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"mask must be boolean, got dtype {mask.dtype}")
     return mask

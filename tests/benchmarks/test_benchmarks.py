@@ -413,8 +413,9 @@ def test_op_times_prints_the_steps_time_and_its_ops_per_step(side):
     assert re.search(r"^a step: median [\d.]+ ms, mean [\d.]+ ms", run.stdout, re.M)
     if side == "ours":
         assert re.search(r"^ +linear (forward|backward) +[\d.]+ ms a step  \(2 calls\)$", run.stdout, re.M)
-        assert re.search(r"^the ops' forward, backward, the optimizer and the in-place guard: [\d.]+ ms of "
-                         r"a mean step of [\d.]+ ms; the guard alone [\d.]+ ms \([\d.]+% of the median step\)$",
+        assert re.search(r"^the ops' forward, backward, the optimizer and the in-place guard: [\d.]+ ms "
+                         r"of a mean step of [\d.]+ ms; the guard alone [\d.]+ ms "
+                         r"\([\d.]+% of the median step\)$",
                          run.stdout, re.M)
         assert re.search(r"^ +in-place guard seal +[\d.]+ ms a step  \(\d+ calls\)$", run.stdout, re.M)
     else:

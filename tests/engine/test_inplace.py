@@ -21,6 +21,17 @@ def test_edit_of_a_saved_leaf_after_forward_names_op_and_tensor():
     assert x.grad is None                       # refused before any gradient was written
 
 
+def test_a_view_an_op_returns_of_its_own_buffer_is_read_only_too():
+    lin = nn.Linear(4, 5)
+    y = lin(ta.Tensor(np.ones((2, 3, 4), dtype=np.float32), requires_grad=True))   # (x W) reshaped
+    loss = (y * y).sum()
+    expected = 2 * y.data.sum(axis=(0, 1))
+    with pytest.raises(ValueError, match="read-only"):
+        y.data[...] = 100.0
+    loss.backward()
+    np.testing.assert_allclose(lin.bias.grad, expected, rtol=1e-6)
+
+
 def test_an_ops_output_is_read_only_so_an_edit_fails_at_its_line():
     x = ta.Tensor([0.5, 1.0], requires_grad=True)
     y = x.exp()                                  # exp's backward reads its output
@@ -28,11 +39,22 @@ def test_an_ops_output_is_read_only_so_an_edit_fails_at_its_line():
         y.data *= 2
     with pytest.raises(ValueError, match="read-only"):
         y.reshape(2, 1).data[0, 0] = 0.0         # a view of it is read-only too
-    with pytest.raises(ValueError, match="read-only"):
-        y.detach().data[1] = 0.0                 # detach() shares the memory
+    leaf = y.detach()                            # a writable copy: backward's values stay
+    leaf.data[1] = 0.0
     y.sum().backward()
     np.testing.assert_allclose(x.grad, np.exp([0.5, 1.0]))  # the values backward read are intact
     assert y.node.watched == ()                  # sealed: nothing to compare at backward
+    np.testing.assert_allclose(y.data, np.exp([0.5, 1.0]))
+
+
+def test_a_detached_output_can_be_optimized_in_place():
+    """PyTorch's idiom: a graph's result, detached, made a leaf that requires grad, and stepped."""
+    start = (ta.Tensor([1.0, 2.0], requires_grad=True) * 3.0).detach()
+    start.requires_grad = True
+    opt = optim.SGD([start], lr=0.5)
+    (start * start).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(start.data, [0.0, 0.0])          # 3 − 0.5·2·3, 6 − 0.5·2·6
 
 
 def test_an_ops_output_stays_writable_outside_a_graph_and_a_copy_is_always_writable():
@@ -228,8 +250,14 @@ def test_a_training_step_on_the_cpu_fingerprints_only_what_a_user_can_write():
             seen.add(id(t))
             made.append(t)
             stack.extend(t.node.parents)
-    own = [t.data for t in made if t.data.base is None]     # memory an op allocated
-    assert own and not any(a.flags.writeable for a in own)
+    def root(a):
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+
+    leaves = {id(p.data) for p in model.parameters()} | {id(ids.data)}
+    own = [t.data for t in made if id(root(t.data)) not in leaves]   # memory an op allocated
+    assert len(own) > len(made) // 2 and not any(a.flags.writeable for a in own)
+    assert any(a.base is not None for a in own)     # views of an op's own buffer (linear's reshape)
     watched = [array for t in made for _, array, _ in t.node.watched]
-    roots = {id(a if a.base is None else a.base) for a in watched}
-    assert watched and roots <= {id(p.data) for p in model.parameters()}
+    assert watched and {id(root(a)) for a in watched} <= leaves

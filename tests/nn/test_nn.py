@@ -208,3 +208,10 @@ def test_an_op_on_a_parameter_gives_a_plain_tensor_that_backward_accepts_a_tenso
     w = nn.Parameter(np.array([1.0, 2.0]))
     w.backward(ta.Tensor([3.0, 4.0]))                             # a Parameter as the root
     np.testing.assert_array_equal(w.grad, [3.0, 4.0])
+
+
+def test_a_parameters_index_and_mask_arguments_are_plain_tensors():
+    p = nn.Parameter(np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(p.gather(0, [[2, 0]]).data, [[4.0, 1.0]])
+    np.testing.assert_array_equal(p.masked_fill(np.array([True, False]), 0.0).data[:, 0], [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(p.scatter_add(0, [[0, 0]], p[:1] * 1.0).data[0], [0.0, 2.0])

@@ -219,3 +219,14 @@ def test_the_fused_kernel_masks_causally_with_a_mask_made_once(device, window):
     for a, b in zip(by_both, by_combined):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(to_numpy(saved_both), padding & causal)
+
+
+def test_a_causal_mask_past_the_kept_size_is_made_for_its_call(device, monkeypatch):
+    from tinygrad_attn.kernels import attention as fused
+
+    monkeypatch.setattr(fused, "KEPT_MASK_POSITIONS", 35)                 # a 6 × 6 mask is past it
+    _, kept = _fused_causal_run(device, 0, None, True, None)
+    _, again = _fused_causal_run(device, 0, None, True, None)
+    assert kept is not again
+    np.testing.assert_array_equal(to_numpy(kept), np.tril(np.ones((6, 6), bool)))
+    np.testing.assert_array_equal(to_numpy(again), to_numpy(kept))

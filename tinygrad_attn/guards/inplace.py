@@ -95,14 +95,18 @@ def _root(array: np.ndarray) -> np.ndarray:
 def seal(out: Any, inputs: tuple) -> None:
     """Make a NumPy output read-only when its memory is the op's own, not an input's (a reshape
     returns a view of its input's): no one else holds it yet, and from now on no one can write
-    into it, so it needs no fingerprint."""
+    into it, so it needs no fingerprint. The output and every array between it and the memory's
+    owner are sealed (a view made before its base was sealed would stay writable)."""
     if type(out) is not np.ndarray:
         return
     root = _root(out)
     for t in inputs:
         if t is not None and _root(t.data) is root:
             return
-    root.setflags(write=False)
+    array: Any = out
+    while type(array) is np.ndarray:
+        array.setflags(write=False)
+        array = array.base
 
 
 def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int | None, Any, Any], ...]:

@@ -25,19 +25,34 @@ from .registry import kernel
 __all__ = ["FusedAttention", "causal_masks", "group_summed_product", "shared_batch"]
 
 
-@functools.lru_cache(maxsize=4)
+KEPT_MASK_POSITIONS = 1 << 24     # n_q · n_k up to which a size's masks are kept (32 MiB a pair)
+
+
 def causal_masks(xp: Any, n_q: int, n_k: int, window: int | None) -> tuple[Any, Any]:
     """The causal keep mask (n_q, n_k) of ``masking.causal_keep`` and its complement, the hidden
-    positions, made once per size and kept for the calls that follow (read-only on the CPU).
+    positions: made once per size, device and window and kept for the calls that follow (read-only
+    on the CPU), up to ``KEPT_MASK_POSITIONS`` positions; made for the call alone beyond.
 
     The fused kernel writes −inf over S where `hidden` is True, in place, and saves `keep` as the
     op's residual: a training step makes neither array again. Both hold n_q · n_k bytes, a
     quarter of one float32 score matrix of one head; the last four sizes are kept."""
+    if n_q * n_k > KEPT_MASK_POSITIONS:
+        return _made_causal_masks(xp, None, n_q, n_k, window)
+    return _kept_causal_masks(xp, None if xp is np else xp.cuda.Device().id, n_q, n_k, window)
+
+
+def _made_causal_masks(xp: Any, device: int | None, n_q: int, n_k: int,
+                       window: int | None) -> tuple[Any, Any]:
+    """`causal_masks` made anew (`device` only keys the kept ones: the arrays are made on the
+    current device)."""
     keep = causal_keep(xp, slice(0, n_q), slice(0, n_k), window)
     hidden = ~keep
     if xp is np:
         keep.flags.writeable = hidden.flags.writeable = False
     return keep, hidden
+
+
+_kept_causal_masks = functools.lru_cache(maxsize=4)(_made_causal_masks)
 
 
 def shared_batch(batch: tuple[int, ...], shared: tuple[int, ...]) -> tuple[int, ...]:

@@ -53,12 +53,13 @@ def sum_rows_by_id(xp: Any, ids: Any, rows: Any, size: int) -> Any:
     """out of shape (size, *rows.shape[1:]) with out[i] = Σ rows[j] over the j with ids[j] = i
     (0 where no row has id i), each sum in the fixed pairwise order of the module docstring.
 
-    `ids` is 1-D, one id per row, each in [−size, size) (−1 and size − 1 are one id)."""
+    `ids` is 1-D, one id per row, each in [−size, size) (−1 and size − 1 are one id): the callers
+    check the range (an op names the id at fault before its kernel runs)."""
     out = xp.zeros((size,) + rows.shape[1:], dtype=rows.dtype)
     n = ids.shape[0]
     if n == 0 or out.size == 0:
         return out
-    ids = ids % size
+    ids = xp.where(ids < 0, ids + size, ids)
     order = xp.argsort(ids, kind="stable")
     ids = ids[order]
     sums = rows[order]

@@ -13,8 +13,10 @@ at the price of a loop over the blocks in Python.
   call's score matrix (batch × heads × n_q × n_k elements) takes at most ``GPU_SCORE_SHARE`` of the
   GPU's memory, and runs flash beyond, where the matrices would crowd the step out: a model keeps one
   P per layer until its backward, so a 1/64 share leaves a 24-layer model's under 40% of the memory.
-  The GPU's total memory decides, never what is free now: the choice, and so the numbers, must be
-  the same on every run (a resumed run repeats its losses).
+  The GPU's total memory decides, never what is free now, so the choice, and with it the numbers,
+  is the same on every run on one GPU (a resumed run repeats its losses); a run resumed on a GPU
+  with another amount of memory may cross the line and run the other kernel, whose numbers differ
+  in their last bits.
 
 A model that asks for the weights, drops them out or builds attention from primitives (``fused``
 False) holds the matrix whatever the kernel: those never run flash (``MultiHeadAttention``).
