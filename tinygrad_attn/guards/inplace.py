@@ -99,10 +99,12 @@ def seal(out: Any, inputs: tuple) -> None:
     owner are sealed (a view made before its base was sealed would stay writable)."""
     if type(out) is not np.ndarray:
         return
-    root = _root(out)
-    for t in inputs:
-        if t is not None and _root(t.data) is root:
-            return
+    root = out if out.base is None else _root(out)
+    for t in inputs:                # written out: this runs for every op a graph records
+        if t is not None:
+            memory = t.data
+            if memory is root or (memory.base is not None and _root(memory) is root):
+                return
     array: Any = out
     while type(array) is np.ndarray:
         array.setflags(write=False)
@@ -129,7 +131,7 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
         else:
             if type(array) is not np.ndarray:
                 watched.append((index, array, ("version", version(array))))
-            elif _root(array).flags.writeable:
+            elif array.flags.writeable or (array.base is not None and _root(array).flags.writeable):
                 then = array.tobytes() if array.nbytes <= _SMALL_BYTES else fingerprint(array)
                 watched.append((index, array, then))
     return tuple(watched)
