@@ -95,9 +95,9 @@ def record(op: type[Op], ctx: Context, inputs: tuple, out: Any) -> Node | None:
     """The node for an op's result, or None under ``no_grad``; ``apply`` asks only when an input
     requires grad.
 
-    The output's own memory is sealed (read-only), and the saved arrays that a user can still
-    write into (a leaf's data) are fingerprinted now, so that backward can refuse to run on values
-    edited in place since (``inplace.py``).
+    A large output's own memory is sealed (read-only), and the saved arrays that a user can still
+    write into (a leaf's data, any small array) are fingerprinted now, so that backward can refuse
+    to run on values edited in place since (``inplace.py``).
     """
     if _grad_mode.open_blocks and not _grad_mode.value():
         return None

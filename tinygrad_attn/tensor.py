@@ -45,7 +45,8 @@ class Tensor(TensorMethods):
     a new graph afterwards), as an optimizer step does. An array that backward needs (``x`` in
     ``x * x``) must not be edited in place between the forward pass and backward: backward then
     raises a RuntimeError naming the op and the tensor, instead of using the new values. The data
-    of a tensor that an op made in a graph is read-only (``Tensor(t)`` is a writable copy).
+    of more than 64 KiB that an op made in a graph is read-only instead (``Tensor(t)`` and
+    ``t.detach()`` give a writable copy).
 
     Example:
         >>> x = Tensor([1.0, 2.0], requires_grad=True)
@@ -176,9 +177,9 @@ class Tensor(TensorMethods):
 
     def detach(self) -> Tensor:
         """A leaf outside any graph, not requiring grad, sharing this data; a copy of it where the
-        data is read-only (an op's own output in a graph is: ``guards/inplace.py``), so that the
-        leaf can be changed in place (``detach()``, ``requires_grad = True``, an optimizer) without
-        touching what backward reads."""
+        data is read-only (a large output of an op in a graph is: ``guards/inplace.py``), so that
+        the leaf can be changed in place (``detach()``, ``requires_grad = True``, an optimizer)
+        without touching what backward reads."""
         data = self.data
         if type(data) is np.ndarray and not data.flags.writeable:
             data = data.copy()

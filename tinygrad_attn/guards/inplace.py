@@ -3,19 +3,21 @@ device.
 
 When the engine records a node, each array the op saved for backward that a user can reach (an
 input's or the output's ``.data``) is guarded; backward refuses to run a node whose arrays
-changed since (PyTorch's version-counter check). How an array is guarded depends on whose memory
-it is and where it lives:
+changed since (PyTorch's version-counter check). How an array is guarded depends on where it
+lives, its size and whose memory it is:
 
-- An op's own output on the CPU (memory the op allocated, not a view of an input's) is sealed:
-  NumPy's read-only flag is set when the node is recorded, before anyone else holds it, so an edit
-  such as ``h.data[0] = 5`` fails at the line that makes it (NumPy's ``ValueError: assignment
-  destination is read-only``) and nothing needs checking at backward.
-- Any other NumPy array (a leaf's: parameters, inputs; or a view of one) is fingerprinted, because
-  NumPy cannot intercept a write such as ``x.data[0] = 5``: a copy of its bytes up to 64 KiB
-  (exact; a reduction costs more than the copy at those sizes), else the wrapping integer sum of
-  its bits as 64-bit words (as words of its itemsize when its bytes do not split into words),
-  which any change to one element, even of one bit, NaN included, changes. Backward fingerprints
-  it again and compares.
+- A NumPy array of up to 64 KiB (the CPU) is fingerprinted, because NumPy cannot intercept a write
+  such as ``x.data[0] = 5``: a copy of its bytes (exact; a reduction costs more than the copy at
+  those sizes), compared at backward.
+- A larger NumPy array that is an op's own output (memory the op allocated, not a view of an
+  input's) is sealed: NumPy's read-only flag is set when the node is recorded, before anyone else
+  holds it, so an edit such as ``h.data[0] = 5`` fails at the line that makes it (NumPy's
+  ``ValueError: assignment destination is read-only``) and nothing is read at backward: cheaper
+  than a fingerprint, and it misses no edit.
+- Any other larger NumPy array (a leaf's: a parameter, an input; or a view of one) is
+  fingerprinted by the wrapping integer sum of its bits as 64-bit words (as words of its itemsize
+  when its bytes do not split into words), which any change to one element, even of one bit, NaN
+  included, changes; backward sums it again and compares.
 - Any other array (CuPy's, on the GPU) carries a version instead: a count that the library's own
   in-place writers raise (``bump``: every optimizer's step, a gradient check's nudges), compared at
   backward as a Python number. Nothing is read back from the device, so a step never waits for it.
@@ -24,7 +26,7 @@ it is and where it lives:
 
 An array saved by two ops (a leaf read by two muls) is checked once per backward pass.
 
-Limits: a large NumPy array edited in a way that keeps the sum of its words (two elements
+Limits: a large leaf's array edited in a way that keeps the sum of its words (two elements
 swapped) goes unseen; private residuals (softmax probabilities) are not guarded. Index arrays
 (getitem's, an embedding's ids) are not watched but copied when the op runs, so editing them
 afterwards changes no gradient.
@@ -93,14 +95,15 @@ def _root(array: np.ndarray) -> np.ndarray:
 
 
 def seal(out: Any, inputs: tuple) -> None:
-    """Make a NumPy output read-only when its memory is the op's own, not an input's (a reshape
-    returns a view of its input's): no one else holds it yet, and from now on no one can write
-    into it, so it needs no fingerprint. The output and every array between it and the memory's
-    owner are sealed (a view made before its base was sealed would stay writable)."""
-    if type(out) is not np.ndarray:
+    """Make a NumPy output of more than 64 KiB read-only when its memory is the op's own, not an
+    input's (a reshape returns a view of its input's): no one else holds it yet, and from now on
+    no one can write into it, so it needs no fingerprint. The output and every array between it
+    and the memory's owner are sealed (a view made before its base was sealed would stay
+    writable). A smaller output is left as it is: copying its bytes costs less than the flag."""
+    if type(out) is not np.ndarray or out.nbytes <= _SMALL_BYTES:
         return
     root = out if out.base is None else _root(out)
-    for t in inputs:                # written out: this runs for every op a graph records
+    for t in inputs:
         if t is not None:
             memory = t.data
             if memory is root or (memory.base is not None and _root(memory) is root):
@@ -131,9 +134,10 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
         else:
             if type(array) is not np.ndarray:
                 watched.append((index, array, ("version", version(array))))
+            elif array.nbytes <= _SMALL_BYTES:          # the commonest case first: a copy of its bytes
+                watched.append((index, array, array.tobytes()))
             elif array.flags.writeable or (array.base is not None and _root(array).flags.writeable):
-                then = array.tobytes() if array.nbytes <= _SMALL_BYTES else fingerprint(array)
-                watched.append((index, array, then))
+                watched.append((index, array, fingerprint(array)))
     return tuple(watched)
 
 
