@@ -141,15 +141,18 @@ def first_out_of_range(ids: Any, n: int, ignore: int | None = None, host_values:
 
     With `host_values` (the distinct ids, known on the host: ``Tensor.host_values``) in range,
     nothing is read from the device. Else one pass over the ids on their own device and one boolean read
-    back; the ids come to the host only when one is out of range, to name it.
+    back (two where some id is `ignore`); the ids come to the host only when one is out of range, to
+    name it.
     """
     if host_values is not None and all(0 <= v < n or v == ignore for v in host_values.tolist()):
         return None
     bad = (ids < 0) | (ids >= n)
+    if not bool(bad.any()):         # the common case, `ignore` or not: every id in range
+        return None
     if ignore is not None:
         bad &= ids != ignore
-    if not bool(bad.any()):
-        return None
+        if not bool(bad.any()):
+            return None
     return to_numpy(ids)[to_numpy(bad)].flat[0]
 
 
