@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from tinygrad_attn.commands import cli
-from tinygrad_attn.commands import sample as sample_command
 from tinygrad_attn.nn import TinyTransformer
 from tinygrad_attn.nn.sampling import generate_beyond_context, next_token
-from tinygrad_attn.training import Run
+from tinygrad_attn.training import Run, text_task
 
 LOGITS = np.array([[2.0, 0.5, -1.0, 1.0, 0.0]])
 
@@ -196,7 +195,7 @@ def test_ctrl_c_while_writing_ends_the_line_of_text_then_says_interrupted(text_r
         on_token(ids[0])
         on_token(ids[1])
         raise KeyboardInterrupt
-    monkeypatch.setattr(sample_command, "generate_beyond_context", two_tokens_then_ctrl_c)
+    monkeypatch.setattr(text_task, "generate_beyond_context", two_tokens_then_ctrl_c)
     capsys.readouterr()
     assert cli.main(["sample", str(text_run), "the c", "--seed", "3"]) == 130
     assert capsys.readouterr() == ("the cth\n", threads_line + "interrupted\n")

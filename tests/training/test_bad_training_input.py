@@ -382,8 +382,8 @@ def test_sample_refuses_a_sum_it_would_misread(add_run, capsys):
 def test_sample_reads_an_add_answer_back_as_the_sum(add_run, capsys, monkeypatch, said, printed):
     """What the model said (its answer replaced by `said`) is printed as tokens and, when it is
     digits then ".", read back as the sum in the usual order; a wrong answer is followed by the right one."""
-    from tinygrad_attn.commands import sample
-    monkeypatch.setattr(sample, "answer", lambda model, task, prompts: [said])
+    from tinygrad_attn.training import tasks
+    monkeypatch.setattr(tasks, "answer", lambda model, task, prompts: [said])
     capsys.readouterr()
     assert cli.main(["sample", str(add_run / "checkpoint.npz"), "42 + 199"]) == 0
     assert capsys.readouterr().out == printed

@@ -13,27 +13,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
+from typing import TextIO
 
 from ..backend import xp_for
 from ..errors import CheckpointError, DeviceError
 from ..nn import TinyTransformer
-from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
 from ..pretrained import load_pretrained
-from ..text import TextStream
-from ..training import Run, Task, answer
+from ..training import Run, Task
 from ..training.run_folder import CHECKPOINT
-from ..training.tasks import ToyTask, decode
+from ..training.sample_options import MAX_NEW_TOKENS, TEMPERATURE, TOP_K, SampleOptions, SamplingNote
 from ..training.text_task import TextTask
 from .thread_count import add_threads_option, say_threads
 
 __all__ = ["add_parser", "load_model", "run"]
-
-# A text run's sampling, when the flags leave it out.
-MAX_NEW_TOKENS, TEMPERATURE, TOP_K = 300, 0.8, 20
-_TEXT_FLAGS = ("max_new_tokens", "temperature", "top_k", "seed")
 
 
 def _fail(message: str) -> int:
@@ -55,26 +52,59 @@ def run(args: argparse.Namespace) -> int:
         model, task = load_model(args)
     except (CheckpointError, DeviceError) as e:
         return _fail(str(e))
+    options = SampleOptions(args.max_new_tokens, args.temperature, args.top_k, args.seed)
+    if args.model is not None and args.temperature is None:
+        options = replace(options, temperature=0.0)     # a Hugging Face model continues greedily unless told
+    terminal = _Terminal()
     try:
-        if isinstance(task, TextTask):
-            return _continue_text(model, task, args)
-        assert isinstance(task, ToyTask), task      # a run's task is text or a toy task (TASK_KINDS)
-        given = [f"--{f.replace('_', '-')}" for f in _TEXT_FLAGS if getattr(args, f) is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text runs; "
-                             f"a {task.name} run answers greedily")
-        prompt = task.parse(args.input)
+        with _notes_on_stderr():
+            task.reply(model, args.input, options, terminal.write)
     except ValueError as e:
         return _fail(str(e))
-    say_threads()
-    predicted = answer(model, task, [prompt])[0]
-    expected = task.solve(prompt)
-    gloss = task.gloss(prompt, predicted)
-    print(f"{decode(prompt)}  →  {decode(predicted)}" + (f"  (read as {gloss})" if gloss else ""))
-    if predicted != expected:
-        right = task.gloss(prompt, expected)
-        print(f"(the right answer is {decode(expected)}" + (f", read as {right})" if right else ")"))
+    except KeyboardInterrupt:
+        terminal.end_line()             # the text so far ends its line before "interrupted"
+        raise
+    terminal.end_line()
     return 0
+
+
+class _Terminal:
+    """Where a reply is shown: each piece on stdout at once (a token as soon as it is chosen), after
+    the threads line, which the first piece brings (so an error in the prompt or a flag comes alone)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def write(self, piece: str) -> None:
+        if not self.started:
+            say_threads()
+            self.started = True
+        if piece:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+    def end_line(self) -> None:
+        """End the reply's last line, once it has begun."""
+        if self.started:
+            print()
+
+
+@contextmanager
+def _notes_on_stderr() -> Iterator[None]:
+    """Inside it, each SamplingNote a task warns of is a "note: …" line on stderr; other warnings
+    are shown as they would be."""
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def note(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+            if issubclass(category, SamplingNote):
+                print(f"note: {message}", file=sys.stderr)
+            else:
+                show(message, category, filename, lineno, file, line)
+        warnings.simplefilter("always", SamplingNote)
+        warnings.showwarning = note
+        yield
 
 
 def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
@@ -93,46 +123,6 @@ def load_model(args: argparse.Namespace) -> tuple[TinyTransformer, Task]:
     if tokenizer is None:
         raise CheckpointError(f"{path}: no tokenizer.json, so the prompt cannot be made into tokens")
     return model, TextTask(tokenizer, model.max_len, str(path), digest="")
-
-
-def _continue_text(model: TinyTransformer, task: TextTask, args: argparse.Namespace) -> int:
-    """Print the prompt and what the model writes after it; ValueError for a bad prompt or flag."""
-    temperature = (0.0 if args.model else TEMPERATURE) if args.temperature is None else args.temperature
-    top_k = TOP_K if args.top_k is None else args.top_k
-    new = MAX_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
-    check_sampling(temperature, top_k)
-    if new < 0:
-        raise ValueError(f"--max-new-tokens must be 0 or more, got {new}")
-    if args.seed is not None and args.seed < 0:
-        raise ValueError(f"--seed must be 0 or more, got {args.seed}")
-    if 0 < temperature < GREEDY_BELOW:
-        print(f"note: --temperature {temperature} is below {GREEDY_BELOW:.3g}, too small to divide the "
-              f"logits by, so each token is the most likely one (as with --temperature 0)", file=sys.stderr)
-    if not args.input:
-        raise ValueError('the prompt is empty: give at least one character to continue, e.g. "\\n"')
-    prompt = task.tokenizer.encode(args.input)          # TokenizerError names a character it lacks
-    if len(prompt) >= task.block_size:
-        raise ValueError(f"the prompt is {len(prompt)} tokens; this model reads {task.block_size} at "
-                         f"once, so give at most {task.block_size - 1}")
-    rng = np.random.default_rng(args.seed)
-    stream = TextStream(task.tokenizer)
-    say_threads()
-    _write_now(stream.add(prompt))
-    try:
-        generate_beyond_context(model, np.array(prompt), new, temperature, top_k, rng,
-                                on_token=lambda token: _write_now(stream.add([token])))
-    except KeyboardInterrupt:
-        print(stream.finish())          # the text so far ends its line before "interrupted"
-        raise
-    print(stream.finish())
-    return 0
-
-
-def _write_now(text: str) -> None:
-    """Print `text` without a newline and show it at once (a token as soon as it is chosen)."""
-    if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,10 +9,11 @@ from .config import TrainConfig, config_from_dict
 from .interrupts import InterruptedMidStep
 from .loop import DivergedError, History, StepOutOfMemory, TrainState, make_model, train
 from .run import Run
+from .sample_options import SampleOptions
 from .task import Evaluation, Task
 from .tasks import accuracy, answer, get_task
 from .text_task import TextTask
 
-__all__ = ["DivergedError", "Evaluation", "History", "InterruptedMidStep", "Run", "StepOutOfMemory", "Task",
-           "TextTask", "TrainConfig", "TrainState", "accuracy", "answer", "config_from_dict", "get_task",
-           "make_model", "train"]
+__all__ = ["DivergedError", "Evaluation", "History", "InterruptedMidStep", "Run", "SampleOptions",
+           "StepOutOfMemory", "Task", "TextTask", "TrainConfig", "TrainState", "accuracy", "answer",
+           "config_from_dict", "get_task", "make_model", "train"]

@@ -10,7 +10,7 @@ A task used by a run implements every member below; those with a body here (``sa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..nn import TinyTransformer
     from .config import TrainConfig
     from .loop import History
+    from .sample_options import SampleOptions
 
 __all__ = ["Evaluation", "Task"]
 
@@ -96,6 +97,14 @@ class Task(Protocol):
 
     def draw_figures(self, model: TinyTransformer, history: History, held_out: Any, folder: Path) -> None:
         """loss.png and attention.png in `folder`, each written whole or not at all (SaveError)."""
+        ...
+
+    def reply(self, model: TinyTransformer, prompt: str, options: SampleOptions,
+              write: Callable[[str], None]) -> None:
+        """What `model` writes for `prompt`, a person's text, handed to `write` piece by piece as
+        it is made: one text whose last line the caller ends (as print does). ValueError for a bad
+        prompt or option, before any piece (and a ``SamplingNote`` warning for an option that
+        does something other than it seems)."""
         ...
 
     def to_meta(self) -> dict[str, Any]:

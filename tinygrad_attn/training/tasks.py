@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +31,7 @@ import numpy as np
 from ..nn import TinyTransformer
 from . import plots
 from .held_out import family_held_out_count, family_held_out_prompts, is_held_out
+from .sample_options import SampleOptions
 from .task import Evaluation, Task
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ class ToyTask(Task):
     """A prompt generator and its solver; subclasses document their encoding on one example.
 
     As a ``Task``: its held-out set is prompts of the fixed split, a trained model is measured by
-    exact-match accuracy on them (``accuracy``), and the default run is TrainConfig's own (``add``
-    takes more steps).
+    exact-match accuracy on them (``accuracy``), the default run is TrainConfig's own (``add``
+    takes more steps), and a model replies with its greedy answer, checked.
 
     Attributes:
         name: the task's name on the command line.
@@ -191,6 +192,30 @@ class ToyTask(Task):
         plots.attention_grid(maps, decode(example[:-1]).split(), folder / "attention.png",
                              f"{self.name}: attention (rows: queries, columns: keys) on held-out "
                              f"'{decode(shown)}'" + (f" ({gloss})" if gloss else ""))
+
+    def reply(self, model: TinyTransformer, prompt: str, options: SampleOptions,
+              write: Callable[[str], None]) -> None:
+        """The prompt `prompt` reads as (``parse``), the model's greedy answer and its gloss on one
+        line, and the right answer on the next when the model's is wrong. ValueError for a prompt
+        that is not one, or any option (they are for text runs).
+
+        Example:
+            >>> copy, model, lines = get_task("copy"), TinyTransformer(len(VOCAB), 16, 2, 1, 18), []
+            >>> copy.reply(model, "1 2", SampleOptions(), lines.append)
+            >>> lines[0].startswith("1 2 |  →  ")
+            True
+        """
+        given = options.given()
+        if given:
+            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text runs; "
+                             f"a {self.name} run answers greedily")
+        tokens = self.parse(prompt)
+        predicted, expected = answer(model, self, [tokens])[0], self.solve(tokens)
+        gloss = self.gloss(tokens, predicted)
+        write(f"{decode(tokens)}  →  {decode(predicted)}" + (f"  (read as {gloss})" if gloss else ""))
+        if predicted != expected:
+            right = self.gloss(tokens, expected)
+            write(f"\n(the right answer is {decode(expected)}" + (f", read as {right})" if right else ")"))
 
     def to_meta(self) -> dict[str, Any]:
         return {"name": self.name}

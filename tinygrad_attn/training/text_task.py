@@ -9,7 +9,8 @@ validation windows start after it.
 
 As a ``Task``: its held-out set is fixed windows of the validation split; every
 ``config.eval_every`` steps, and at the end, the model is measured by its validation loss there
-and writes a sample (``text_evaluation.py``); the defaults are those of a small language model.
+and writes a sample (``text_evaluation.py``); the defaults are those of a small language model;
+a model replies to a prompt by continuing it, token by token (``reply``).
 
 Example:
     >>> from tinygrad_attn.text import CharTokenizer
@@ -23,6 +24,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -31,10 +34,12 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ..nn import TinyTransformer
-from ..text import CharTokenizer, tokenizer_from_json, visible
+from ..nn.sampling import GREEDY_BELOW, check_sampling, generate_beyond_context
+from ..text import CharTokenizer, TextStream, tokenizer_from_json, visible
 from ..text.corpus import DEFAULT_CORPUS
 from ..text.tokenizer import Tokenizer
 from . import plots
+from .sample_options import MAX_NEW_TOKENS, TEMPERATURE, TOP_K, SampleOptions, SamplingNote
 from .task import Evaluation, Task
 from .text_evaluation import characters_per_token, loss_units, sample_text, validation_loss
 
@@ -163,6 +168,43 @@ class TextTask(Task):
         labels = [visible(t) for t in self.tokenizer.tokens(shown.tolist())]
         title = "text: attention (rows: queries, columns: keys) on the start of the held-out text"
         plots.attention_grid(maps, labels, folder / "attention.png", title)
+
+    def reply(self, model: TinyTransformer, prompt: str, options: SampleOptions,
+              write: Callable[[str], None]) -> None:
+        """`prompt`, then what `model` writes after it, sampling each token from softmax(logits /
+        temperature) over the top-k (``SampleOptions``; its defaults where left out): each token
+        handed to `write` as soon as it is chosen (with the key/value cache, one position's work
+        per token), a character cut across tokens once it is whole. On Ctrl-C the text written so
+        far is handed over whole before the KeyboardInterrupt goes on. ValueError for a bad prompt
+        or option, TokenizerError for a character the tokenizer lacks."""
+        temperature = TEMPERATURE if options.temperature is None else options.temperature
+        top_k = TOP_K if options.top_k is None else options.top_k
+        new = MAX_NEW_TOKENS if options.max_new_tokens is None else options.max_new_tokens
+        check_sampling(temperature, top_k)
+        if new < 0:
+            raise ValueError(f"--max-new-tokens must be 0 or more, got {new}")
+        if options.seed is not None and options.seed < 0:
+            raise ValueError(f"--seed must be 0 or more, got {options.seed}")
+        if 0 < temperature < GREEDY_BELOW:
+            warnings.warn(f"--temperature {temperature} is below {GREEDY_BELOW:.3g}, too small to divide the "
+                          f"logits by, so each token is the most likely one (as with --temperature 0)",
+                          SamplingNote, stacklevel=2)
+        if not prompt:
+            raise ValueError('the prompt is empty: give at least one character to continue, e.g. "\\n"')
+        ids = self.tokenizer.encode(prompt)
+        if len(ids) >= self.block_size:
+            raise ValueError(f"the prompt is {len(ids)} tokens; this model reads {self.block_size} at "
+                             f"once, so give at most {self.block_size - 1}")
+        rng = np.random.default_rng(options.seed)
+        stream = TextStream(self.tokenizer)
+        write(stream.add(ids))
+        try:
+            generate_beyond_context(model, np.array(ids), new, temperature, top_k, rng,
+                                    on_token=lambda token: write(stream.add([token])))
+        except KeyboardInterrupt:
+            write(stream.finish())          # the text so far, whole, before the interruption goes on
+            raise
+        write(stream.finish())
 
     def to_meta(self) -> dict[str, Any]:
         """What a checkpoint keeps of the task (its text is not saved, only its digest)."""
