@@ -13,6 +13,7 @@ from ..nn import TinyTransformer
 from ..nn.sampling import generate_beyond_context
 from ..tensor import Tensor
 from ..text import CharTokenizer
+from .sample_options import TEMPERATURE, TOP_K
 
 if TYPE_CHECKING:
     from .text_task import TextTask
@@ -53,10 +54,12 @@ def characters_per_token(task: TextTask, windows: int) -> float:
 
 def sample_text(model: TinyTransformer, task: TextTask, step: int, seed: int,
                 tokens: int = SAMPLE_TOKENS) -> str:
-    """`tokens` tokens sampled (temperature 0.8, top-k 20) after the first token of the validation
-    split, from a generator seeded by the run's seed and the step (the same text for every rerun)."""
+    """`tokens` tokens sampled (``TEMPERATURE``, ``TOP_K``: the sample command's) after the first
+    token of the validation split, from a generator seeded by the run's seed and the step (the same
+    text for every rerun)."""
     rng = np.random.default_rng([seed, step])
-    ids = generate_beyond_context(model, task.split_ids()[1][:1], tokens, temperature=0.8, top_k=20, rng=rng)
+    ids = generate_beyond_context(model, task.split_ids()[1][:1], tokens, temperature=TEMPERATURE,
+                                  top_k=TOP_K, rng=rng)
     return task.tokenizer.decode(ids[1:].tolist())
 
 

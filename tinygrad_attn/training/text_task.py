@@ -155,7 +155,7 @@ class TextTask(Task):
                    "vocab_size": self.vocab_size, "block_size": self.block_size, "sample": sample}
         return Evaluation(metrics, f"validation loss {loss_units(loss, self, config.eval_size)}",
                           f"; training loss {np.mean(history.loss[-50:]):.4f}",
-                          [f"sample (temperature 0.8, top-k 20): {sample!r}"])
+                          [f"sample (temperature {TEMPERATURE}, top-k {TOP_K}): {sample!r}"])
 
     def draw_figures(self, model: TinyTransformer, history: History, held_out: tuple[np.ndarray, np.ndarray],
                      folder: Path) -> None:
