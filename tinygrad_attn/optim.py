@@ -58,6 +58,8 @@ class Optimizer:
         self.steps += 1
         for p, buffers in zip(self.params, self.buffers):
             if p.grad is not None:
+                if type(p.data) is np.ndarray and not p.data.flags.writeable:
+                    p.data = p.data.copy()  # a graph's sealed output given as the data (w.data = y.data)
                 self._update(p, p.grad, buffers)
                 if type(p.data) is not np.ndarray:  # (NumPy's are fingerprinted: a change is seen)
                     inplace.bump(p.data)    # a graph that saved p refuses its backward from now on

@@ -273,3 +273,43 @@ def test_a_training_step_on_the_cpu_reads_only_small_arrays_and_the_parameters()
     assert any(a.base is not None for a in large)   # views of an op's own buffer (linear's reshape)
     read = [a for t in made for _, a, then in t.node.watched if not isinstance(then, bytes)]
     assert read and {id(root(a)) for a in read} <= leaves
+
+
+@pytest.mark.parametrize("edit", ["double", "negate", "negate two"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_leaf_edited_the_same_way_everywhere_is_caught(edit, dtype):
+    """Every word moves by the same power of two: a sum that wraps at 2^64 (or at the itemsize)
+    would come back to where it was; the guard's sum of 32-bit words in 64 bits cannot."""
+    x = ta.Tensor(np.linspace(0.5, 1.5, 12_288).astype(dtype), requires_grad=True)  # 48 or 96 KiB
+    y = (x * x).sum()
+    if edit == "double":
+        x.data *= 2
+    elif edit == "negate":
+        x.data *= -1
+    else:
+        x.data[:2] *= -1
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(leaf\) of shape \(12288,\) was changed"):
+        y.backward()
+
+
+@pytest.mark.parametrize("made_by_an_op", [False, True])
+def test_an_edit_of_a_small_array_expanded_past_64_kib_is_caught(made_by_an_op):
+    """A broadcast view is fingerprinted by its distinct elements: an element repeated 32 times
+    must not multiply its change by 32 (which a sum of words would wrap back to 0)."""
+    x = ta.Tensor(np.arange(1, 1025, dtype=np.float32), requires_grad=True)      # 4 KiB
+    h = x * 1.0 if made_by_an_op else x
+    w = ta.Tensor(np.ones((32, 1024), np.float32), requires_grad=True)
+    y = (h.expand(32, 1024) * w).sum()                                           # 128 KiB view
+    h.data[0] = -h.data[0]
+    with pytest.raises(RuntimeError, match=r"^mul: input 0 \(output of expand\) of shape \(32, 1024\)"):
+        y.backward()
+
+
+def test_an_optimizer_steps_a_parameter_whose_data_was_set_from_a_graph():
+    """`w.data = (w * 0.5).data` with grad on hands w a sealed array: the step writes a copy."""
+    w = nn.Parameter(np.ones((129, 129), np.float32))       # its product is over 64 KiB: sealed
+    w.data = (w * 0.5).data
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.data, np.full((129, 129), 0.5 - 0.1 * 1.0), rtol=1e-6)

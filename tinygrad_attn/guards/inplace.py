@@ -8,16 +8,16 @@ lives, its size and whose memory it is:
 
 - A NumPy array of up to 64 KiB (the CPU) is fingerprinted, because NumPy cannot intercept a write
   such as ``x.data[0] = 5``: a copy of its bytes (exact; a reduction costs more than the copy at
-  those sizes), compared at backward.
+  those sizes), compared at backward. A broadcast view counts by its distinct elements.
 - A larger NumPy array that is an op's own output (memory the op allocated, not a view of an
   input's) is sealed: NumPy's read-only flag is set when the node is recorded, before anyone else
   holds it, so an edit such as ``h.data[0] = 5`` fails at the line that makes it (NumPy's
   ``ValueError: assignment destination is read-only``) and nothing is read at backward: cheaper
   than a fingerprint, and it misses no edit.
 - Any other larger NumPy array (a leaf's: a parameter, an input; or a view of one) is
-  fingerprinted by the wrapping integer sum of its bits as 64-bit words (as words of its itemsize
-  when its bytes do not split into words), which any change to one element, even of one bit, NaN
-  included, changes; backward sums it again and compares.
+  fingerprinted by the sum of its bits as 32-bit words, in 64 bits (``fingerprint``), which any
+  change to one element, even of one bit, NaN included, changes, and so does any edit that moves
+  many words the same way; backward sums it again and compares.
 - Any other array (CuPy's, on the GPU) carries a version instead: a count that the library's own
   in-place writers raise (``bump``: every optimizer's step, a gradient check's nudges), compared at
   backward as a Python number. Nothing is read back from the device, so a step never waits for it.
@@ -27,9 +27,9 @@ lives, its size and whose memory it is:
 An array saved by two ops (a leaf read by two muls) is checked once per backward pass.
 
 Limits: a large leaf's array edited in a way that keeps the sum of its words (two elements
-swapped) goes unseen; private residuals (softmax probabilities) are not guarded. Index arrays
-(getitem's, an embedding's ids) are not watched but copied when the op runs, so editing them
-afterwards changes no gradient.
+swapped, two changes that cancel) goes unseen; private residuals (softmax probabilities) are not
+guarded. Index arrays (getitem's, an embedding's ids) are not watched but copied when the op runs,
+so editing them afterwards changes no gradient.
 """
 
 from __future__ import annotations
@@ -56,14 +56,20 @@ _versions: dict[int, int] = {}  # id of an array that owns its memory → times 
 
 def fingerprint(array: np.ndarray) -> Any:
     """The bytes of a small NumPy array (or of one whose itemsize no unsigned integer has: a
-    longdouble's 16); else Σ of its bits as unsigned 64-bit words (as unsigned integers of its
-    itemsize where its bytes are not contiguous words), modulo 2^64."""
+    longdouble's 16); else the sum of its bits read as unsigned 32-bit words, in 64 bits: it
+    cannot wrap below 2^32 words, so an edit that moves every word the same way (doubling the
+    array, flipping every sign) changes it. A broadcast view (a stride of 0) is read as its
+    distinct elements, once each, so that an element repeated k times does not multiply its change
+    by k."""
+    if 0 in array.strides:
+        array = array[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in array.strides)]
     if array.nbytes <= _SMALL_BYTES or array.dtype.itemsize not in _UNSIGNED:
         return array.tobytes()
-    if array.flags.c_contiguous and array.nbytes % 8 == 0:
-        return array.reshape(-1).view(_WORD).sum(dtype=_WORD)
-    unsigned = _UNSIGNED[array.dtype.itemsize]
-    return array.view(unsigned).sum(dtype=unsigned)
+    if array.dtype.itemsize == 8:           # two 32-bit words an element
+        words = np.ascontiguousarray(array).reshape(-1).view(np.uint32)
+    else:
+        words = array.view(_UNSIGNED[array.dtype.itemsize])
+    return words.sum(dtype=_WORD)
 
 
 def _owner(array: Any) -> Any:
@@ -152,7 +158,7 @@ def check_unchanged(node: Node, output: Tensor, verified: set[int]) -> None:
         key = id(array)
         if key in verified:
             continue
-        if type(then) is bytes:
+        if type(then) is bytes and array.nbytes <= _SMALL_BYTES:
             now: Any = array.tobytes()
         elif type(then) is tuple:
             now = ("version", version(array))
