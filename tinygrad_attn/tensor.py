@@ -207,14 +207,14 @@ class Tensor(TensorMethods):
         if isinstance(other, Tensor):
             return other
         if getattr(other, "ndim", 0) != 0 or isinstance(other, (list, tuple)):
-            return Tensor(other, device=self.device)
+            return self._wrap(other)
         kind = other.dtype.kind if hasattr(other, "dtype") else np.asarray(other).dtype.kind
         dtype = None                    # complex, strings: refused by the constructor
         if kind == "f" and not is_float(self.dtype):
             dtype = get_default_dtype()
         elif kind in "biuf" and self.dtype.kind != "b":
             dtype = self.dtype
-        return Tensor(other, dtype=dtype, device=self.device)
+        return self._wrap(other, dtype)
 
 
 def seed_gradient(root: Tensor, grad: Any, caller: str) -> Any:

@@ -73,8 +73,9 @@ def fingerprint(array: np.ndarray) -> Any:
 
 
 def _owner(array: Any) -> Any:
-    """The array that owns `array`'s memory (a view's base, its base's base, …)."""
-    while getattr(array, "base", None) is not None:
+    """The array of `array`'s own kind that owns its memory (a view's base, its base's base, …;
+    a NumPy array over a bytes object or a file's map is its own owner)."""
+    while type(array.base) is type(array):
         array = array.base
     return array
 
@@ -93,13 +94,6 @@ def bump(array: Any) -> None:
     _versions[key] = _versions.get(key, 0) + 1
 
 
-def _root(array: np.ndarray) -> np.ndarray:
-    """The NumPy array that owns `array`'s memory (a view's base, its base's base, …)."""
-    while type(array.base) is np.ndarray:
-        array = array.base
-    return array
-
-
 def seal(out: Any, inputs: tuple) -> None:
     """Make a NumPy output of more than 64 KiB read-only when its memory is the op's own, not an
     input's (a reshape returns a view of its input's): no one else holds it yet, and from now on
@@ -108,11 +102,11 @@ def seal(out: Any, inputs: tuple) -> None:
     writable). A smaller output is left as it is: copying its bytes costs less than the flag."""
     if type(out) is not np.ndarray or out.nbytes <= _SMALL_BYTES:
         return
-    root = out if out.base is None else _root(out)
+    root = out if out.base is None else _owner(out)
     for t in inputs:
         if t is not None:
             memory = t.data
-            if memory is root or (memory.base is not None and _root(memory) is root):
+            if memory is root or (memory.base is not None and _owner(memory) is root):
                 return
     array: Any = out
     while type(array) is np.ndarray:
@@ -142,7 +136,7 @@ def watch(saved: Mapping[str, Any], inputs: tuple, out: Any) -> tuple[tuple[int 
                 watched.append((index, array, ("version", version(array))))
             elif array.nbytes <= _SMALL_BYTES:          # the commonest case first: a copy of its bytes
                 watched.append((index, array, array.tobytes()))
-            elif array.flags.writeable or (array.base is not None and _root(array).flags.writeable):
+            elif array.flags.writeable or (array.base is not None and _owner(array).flags.writeable):
                 watched.append((index, array, fingerprint(array)))
     return tuple(watched)
 
